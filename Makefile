@@ -1,0 +1,31 @@
+# Every target bootstraps .venv itself; `make demo` and `make test` are all the set-up there is.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo bench lint test-faults katago clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+test-faults: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+demo: $(STAMP)
+	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20
+
+bench: $(STAMP)
+	@set -e; for f in bench/*.py; do echo "== $$f"; $(PY) $$f; done
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check orchestrator tests bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

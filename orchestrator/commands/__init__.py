@@ -1,0 +1,1 @@
+"""One module per go19 subcommand (see orchestrator/cli.py)."""

@@ -1,0 +1,23 @@
+"""Pure rules core: no I/O, no trio."""
+
+from orchestrator.rules.board import (
+    BLACK,
+    EMPTY,
+    WHITE,
+    Board,
+    IllegalMove,
+    MoveResult,
+    OccupiedError,
+    OffBoardError,
+    SuicideError,
+    SuperkoError,
+    opponent,
+)
+from orchestrator.rules.game import Game, Move
+from orchestrator.rules.scoring import AreaScore, result_string, tromp_taylor
+
+__all__ = [
+    "BLACK", "EMPTY", "WHITE", "Board", "IllegalMove", "MoveResult", "OccupiedError",
+    "OffBoardError", "SuicideError", "SuperkoError", "opponent", "Game", "Move",
+    "AreaScore", "result_string", "tromp_taylor",
+]

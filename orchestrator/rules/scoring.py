@@ -1,0 +1,78 @@
+"""Area scoring, Tromp-Taylor: a point counts for a colour if it holds that
+colour's stone, or is empty and every path from it through empty points
+reaches stones of that colour only. Komi goes to White."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.rules.board import BLACK, EMPTY, WHITE, Board
+
+
+@dataclass(frozen=True, slots=True)
+class AreaScore:
+    black: int
+    white: int
+    komi: float
+
+    @property
+    def margin(self) -> float:
+        """Black's lead after komi (negative: White leads)."""
+        return self.black - self.white - self.komi
+
+    @property
+    def winner(self) -> int:
+        """1 black, 2 white, 0 jigo."""
+        if self.margin > 0:
+            return BLACK
+        if self.margin < 0:
+            return WHITE
+        return EMPTY
+
+    @property
+    def result(self) -> str:
+        return result_string(self.margin)
+
+
+def result_string(margin: float) -> str:
+    """Black's margin as an SGF RE value: ``B+3.5``, ``W+0.5``, ``0`` for jigo."""
+    if margin == 0:
+        return "0"
+    lead = abs(margin)
+    text = f"{lead:g}" if lead != int(lead) else f"{int(lead)}"
+    return ("B+" if margin > 0 else "W+") + text
+
+
+def empty_regions(board: Board) -> list[tuple[list[int], set[int]]]:
+    """Each maximal empty region with the set of colours bordering it."""
+    seen = [False] * board.area
+    stones = board.stones
+    regions = []
+    for start in range(board.area):
+        if stones[start] != EMPTY or seen[start]:
+            continue
+        region = [start]
+        seen[start] = True
+        borders: set[int] = set()
+        i = 0
+        while i < len(region):
+            p = region[i]
+            i += 1
+            for q in board.neighbours(p):
+                s = stones[q]
+                if s == EMPTY:
+                    if not seen[q]:
+                        seen[q] = True
+                        region.append(q)
+                else:
+                    borders.add(s)
+        regions.append((region, borders))
+    return regions
+
+
+def tromp_taylor(board: Board, komi: float) -> AreaScore:
+    counts = {BLACK: board.stone_count(BLACK), WHITE: board.stone_count(WHITE)}
+    for region, borders in empty_regions(board):
+        if len(borders) == 1:
+            counts[next(iter(borders))] += len(region)
+    return AreaScore(counts[BLACK], counts[WHITE], komi)
