@@ -24,19 +24,21 @@ class Game:
     to_play: int = BLACK
     moves: list[Move] = field(default_factory=list)
     consecutive_passes: int = 0
+    # Stones placed by setup/handicap, in order, so stateful players can replay them.
+    setup_stones: list[Move] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.board = Board(self.size)
 
     def setup(self, black=(), white=(), empty=(), to_play: int | None = None) -> None:
         self.board.setup(black, white, empty)
+        self.setup_stones += [Move(BLACK, p) for p in black] + [Move(WHITE, p) for p in white]
         if to_play is not None:
             self.to_play = to_play
 
     def place_handicap(self, points: list[int]) -> None:
         """Fixed or free handicap stones for Black; White moves next."""
-        self.board.setup(black=points)
-        self.to_play = WHITE
+        self.setup(black=points, to_play=WHITE)
 
     def play(self, point: int, color: int | None = None) -> MoveResult:
         """Play for the side to move (or ``color``, for records where one side
