@@ -1,0 +1,234 @@
+"""The matchup file (TOML), validated once at the edge.
+
+Every error names the file and the key: ``matchups/x.toml: players.r5.replicas[0]:
+'10.0.0.5' is not host:port``. The rest of collect receives these plain,
+already-checked values.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class MatchupError(ValueError):
+    """A matchup file that cannot be used; the message is one line naming file and key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse_hostport(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+class EmbeddedServer(_Strict):
+    """A GO19 server started inside the collect process on a free loopback port,
+    so a demo runs over real TCP with nothing else installed."""
+
+    engine: Literal["heuristic", "random"] = "heuristic"
+    level: int = Field(2, ge=0, le=2)
+    seed: int = 0
+    delay_ms: float = Field(0.0, ge=0)
+
+
+class Go19PlayerSpec(_Strict):
+    kind: Literal["go19"]
+    replicas: list[str] = Field(default_factory=list)
+    embedded: EmbeddedServer | None = None
+    slots: int = Field(1, ge=1, le=1024, description="concurrent requests per replica")
+    adapter: str | None = None
+    model: str | None = None
+    image_px: int = Field(512, ge=64, le=4096)
+
+    @field_validator("replicas")
+    @classmethod
+    def _replicas_are_hostports(cls, value: list[str]) -> list[str]:
+        for item in value:
+            parse_hostport(item)
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Go19PlayerSpec:
+        if bool(self.replicas) == (self.embedded is not None):
+            raise ValueError("give either replicas = [\"host:port\", ...] or embedded = {...}")
+        return self
+
+
+class GtpPlayerSpec(_Strict):
+    kind: Literal["gtp"]
+    command: str = Field(min_length=1)
+    instances: int = Field(1, ge=1, le=256, description="engine processes (games at once)")
+
+
+class HeuristicPlayerSpec(_Strict):
+    kind: Literal["heuristic"]
+    level: int = Field(2, ge=0, le=2)
+    seed: int = 0
+
+
+class RandomPlayerSpec(_Strict):
+    """A uniformly random legal mover: the floor of any strength scale."""
+
+    kind: Literal["random"]
+    seed: int = 0
+
+
+PlayerSpec = Annotated[
+    Go19PlayerSpec | GtpPlayerSpec | HeuristicPlayerSpec | RandomPlayerSpec,
+    Field(discriminator="kind"),
+]
+
+
+class Pairing(_Strict):
+    black: str
+    white: str
+    alternate_colors: bool = True
+
+
+class GameSettings(_Strict):
+    size: Literal[9, 13, 19] = 19
+    komi: float = Field(2.5, ge=0.0, le=30.5)
+    move_cap: int = Field(722, ge=1, le=10_000)
+    move_timeout_s: float = Field(30.0, gt=0)
+    connect_timeout_s: float = Field(5.0, gt=0)
+    concurrency: int = Field(16, ge=1, le=10_000)
+
+    @field_validator("komi")
+    @classmethod
+    def _half_points(cls, value: float) -> float:
+        if (value * 2) != int(value * 2):
+            raise ValueError(f"komi {value} is not a multiple of 0.5")
+        return value
+
+
+class Fallback(_Strict):
+    """What plays when a player times out, errs or answers illegally."""
+
+    level: int = Field(2, ge=0, le=2, description="heuristic AI level of the fallback")
+    void_after: int = Field(
+        20, ge=1, description="a game where one player needed more fallbacks than this is void"
+    )
+
+
+class Openings(_Strict):
+    random_plies: int = Field(0, ge=0, le=60)
+    sgf_dir: Path | None = None
+    plies: int = Field(8, ge=1, le=200, description="moves taken from each opening SGF")
+    paired: bool = True
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Openings:
+        if self.random_plies and self.sgf_dir is not None:
+            raise ValueError("give either random_plies or sgf_dir, not both")
+        return self
+
+
+class Sprt(_Strict):
+    elo0: float = 0.0
+    elo1: float = 30.0
+    alpha: float = Field(0.05, gt=0, lt=0.5)
+    beta: float = Field(0.05, gt=0, lt=0.5)
+    model: Literal["logistic", "normalized"] = "logistic"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Sprt:
+        if self.elo1 <= self.elo0:
+            raise ValueError("elo1 must be greater than elo0")
+        return self
+
+
+class Stop(_Strict):
+    sprt: Sprt | None = None
+
+
+class Run(_Strict):
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$")
+    games: int | None = Field(None, ge=1)
+    seed: int = 0
+
+
+class Matchup(_Strict):
+    run: Run = Run()
+    players: dict[str, PlayerSpec]
+    pairing: Pairing
+    game: GameSettings = GameSettings()
+    fallback: Fallback = Fallback()
+    openings: Openings = Openings()
+    stop: Stop = Stop()
+
+    @field_validator("players")
+    @classmethod
+    def _names(cls, value: dict[str, PlayerSpec]) -> dict[str, PlayerSpec]:
+        if not value:
+            raise ValueError("at least one player is needed")
+        for name in value:
+            if not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+                raise ValueError(f"player name {name!r}: use letters, digits, - _ .")
+        return value
+
+    @model_validator(mode="after")
+    def _pairing_names_players(self) -> Matchup:
+        for side in ("black", "white"):
+            name = getattr(self.pairing, side)
+            if name not in self.players:
+                known = ", ".join(sorted(self.players))
+                raise ValueError(f"pairing.{side} = {name!r} is not a player ({known})")
+        return self
+
+    @property
+    def self_play(self) -> bool:
+        return self.pairing.black == self.pairing.white
+
+
+def _format_location(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("go19", "gtp", "heuristic", "random") or str(part).startswith("function-"):
+            continue  # pydantic's discriminator tags are not keys the user wrote
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def load_matchup(path: Path) -> Matchup:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MatchupError(f"{path}: no such matchup file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MatchupError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise MatchupError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        matchup = Matchup.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = _format_location(first["loc"])
+        message = first["msg"].removeprefix("Value error, ")
+        extra = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise MatchupError(f"{path}: {where}: {message}{extra}") from None
+    if matchup.openings.sgf_dir is not None:
+        sgf_dir = matchup.openings.sgf_dir
+        if not sgf_dir.is_absolute():
+            sgf_dir = (path.parent / sgf_dir).resolve()
+        if not sgf_dir.is_dir():
+            raise MatchupError(f"{path}: openings.sgf_dir: {sgf_dir} is not a folder")
+        matchup = matchup.model_copy(
+            update={"openings": matchup.openings.model_copy(update={"sgf_dir": sgf_dir})}
+        )
+    return matchup
+
+
+def run_name(matchup: Matchup, path: Path) -> str:
+    return matchup.run.name or Path(path).stem
