@@ -16,8 +16,8 @@ whose turn it is (see :class:`orchestrator.rules.game.Game`) and game end.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,7 +65,7 @@ class BadColorError(IllegalMove):
     reason = "bad colour"
 
 
-@lru_cache(maxsize=None)
+@cache
 def neighbours_table(size: int) -> tuple[tuple[int, ...], ...]:
     table = []
     for p in range(size * size):
@@ -83,7 +83,7 @@ def neighbours_table(size: int) -> tuple[tuple[int, ...], ...]:
     return tuple(table)
 
 
-@lru_cache(maxsize=None)
+@cache
 def zobrist_table(size: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """Random 64-bit keys per (colour, point); fixed seed so hashes are stable across runs."""
     rng = random.Random(0x60_19 + size)
@@ -91,6 +91,10 @@ def zobrist_table(size: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[in
     black = tuple(rng.getrandbits(64) for _ in range(n))
     white = tuple(rng.getrandbits(64) for _ in range(n))
     return (tuple(0 for _ in range(n)), black, white)
+
+
+def _group_len(group: Group) -> int:
+    return len(group.stones)
 
 
 class Group:
@@ -102,10 +106,10 @@ class Group:
         self.liberties = liberties
 
 
-@dataclass(frozen=True, slots=True)
-class MoveResult:
-    """What a stone placement did (or would do): stones captured and the
-    liberties of the placed stone's group afterwards."""
+class MoveResult(NamedTuple):
+    """What a stone placement did (or would do): stones captured (ascending) and the
+    liberties of the placed stone's group afterwards. A tuple because the referee
+    makes one per move and a frozen dataclass costs twice as much to build."""
 
     color: int
     point: int
@@ -182,116 +186,164 @@ class Board:
 
     # -- playing -----------------------------------------------------------
 
+    def _judge(self, color: int, point: int) -> tuple[list[Group], list[Group], int]:
+        """The checks every stone placement passes: raise the :class:`IllegalMove` it
+        would be, else return (opponent groups it captures, own groups it joins, the
+        position hash after it). Reads only; shared by check(), is_legal() and play()."""
+        if color != BLACK and color != WHITE:
+            raise BadColorError(color, point, self.size)
+        if not 0 <= point < self.area:
+            raise OffBoardError(color, point, self.size)
+        stones = self.stones
+        if stones[point]:
+            raise OccupiedError(color, point, self.size)
+        group_at = self._group_at
+        dead: list[Group] = []
+        friends: list[Group] = []
+        empties = 0
+        for q in self._adj[point]:
+            s = stones[q]
+            if not s:
+                empties += 1
+            elif s == color:
+                g = group_at[q]
+                if g not in friends:
+                    friends.append(g)
+            else:
+                g = group_at[q]
+                if len(g.liberties) == 1 and g not in dead:
+                    dead.append(g)
+        new_hash = self.hash ^ self._zobrist[color][point]
+        if dead:
+            keys = self._zobrist[3 - color]
+            for g in dead:
+                for s in g.stones:
+                    new_hash ^= keys[s]
+        elif not empties:
+            for g in friends:
+                if len(g.liberties) > 1:
+                    break
+            else:
+                raise SuicideError(color, point, self.size)
+        if new_hash in self.history:
+            raise SuperkoError(color, point, self.size, "repeats an earlier position")
+        return dead, friends, new_hash
+
     def check(self, color: int, point: int) -> MoveResult:
         """Raise the :class:`IllegalMove` this move would be, else say what it would do.
 
         Changes nothing. A pass is always legal.
         """
-        if color != BLACK and color != WHITE:
-            raise BadColorError(color, point, self.size)
         if point == PASS:
+            if color != BLACK and color != WHITE:
+                raise BadColorError(color, point, self.size)
             return MoveResult(color, PASS, (), 0, None)
-        if not 0 <= point < self.area:
-            raise OffBoardError(color, point, self.size)
+        dead, friends, _ = self._judge(color, point)
         stones = self.stones
-        if stones[point] != EMPTY:
-            raise OccupiedError(color, point, self.size)
-        other = 3 - color
-        group_at = self._group_at
-        captured_groups: list[Group] = []
-        friends: list[Group] = []
-        own_libs = 0
-        for q in self._adj[point]:
-            s = stones[q]
-            if s == EMPTY:
-                own_libs += 1
-            else:
-                g = group_at[q]
-                if s == other:
-                    if len(g.liberties) == 1 and g not in captured_groups:
-                        captured_groups.append(g)
-                elif g not in friends:
-                    friends.append(g)
-        if captured_groups:
-            captured = tuple(s for g in captured_groups for s in g.stones)
-        else:
-            captured = ()
-            if own_libs == 0 and all(len(g.liberties) == 1 for g in friends):
-                raise SuicideError(color, point, self.size)
-        zob = self._zobrist
-        new_hash = self.hash ^ zob[color][point]
-        for s in captured:
-            new_hash ^= zob[other][s]
-        if new_hash in self.history:
-            raise SuperkoError(color, point, self.size, "repeats an earlier position")
-        libs: set[int] = {q for q in self._adj[point] if stones[q] == EMPTY}
+        adj = self._adj
+        libs = {q for q in adj[point] if not stones[q]}
         for g in friends:
             libs |= g.liberties
         libs.discard(point)
-        captured_set = set(captured)
-        for q in self._adj[point]:
-            if q in captured_set:
-                libs.add(q)
-        for g in friends:
-            for s in g.stones:
-                for q in self._adj[s]:
-                    if q in captured_set:
-                        libs.add(q)
-        ko = None
-        if len(captured) == 1 and not friends and len(libs) == 1:
-            ko = captured[0]
+        captured: tuple[int, ...] = ()
+        if dead:
+            captured = tuple(sorted(s for g in dead for s in g.stones))
+            joined = {point}.union(*(g.stones for g in friends))
+            for s in captured:
+                if not joined.isdisjoint(adj[s]):
+                    libs.add(s)
+        ko = captured[0] if len(captured) == 1 and not friends and len(libs) == 1 else None
         return MoveResult(color, point, captured, len(libs), ko)
 
     def is_legal(self, color: int, point: int) -> bool:
+        if point == PASS:
+            return color == BLACK or color == WHITE
         try:
-            self.check(color, point)
+            self._judge(color, point)
         except IllegalMove:
             return False
         return True
 
     def legal_moves(self, color: int) -> list[int]:
-        """Every legal stone placement for ``color`` (passing is always legal too)."""
-        legal = []
+        """Every legal stone placement for ``color``, ascending (passing is always legal too)."""
         stones = self.stones
-        for p in range(self.area):
-            if stones[p] == EMPTY and self.is_legal(color, p):
-                legal.append(p)
-        return legal
+        return [p for p in range(self.area) if not stones[p] and self.is_legal(color, p)]
 
     def play(self, color: int, point: int) -> MoveResult:
         """Place a stone (or pass) and return what happened; raise before changing
         anything if the move is illegal."""
-        result = self.check(color, point)
         if point == PASS:
+            if color != BLACK and color != WHITE:
+                raise BadColorError(color, point, self.size)
             self.ko_point = None
-            return result
-        self._place(color, point)
-        other = 3 - color
-        if result.captured:
-            zob_other = self._zobrist[other]
-            for s in result.captured:
-                self._remove(s)
-                self.hash ^= zob_other[s]
-            self.captures[color] += len(result.captured)
-        self.hash ^= self._zobrist[color][point]
-        self.history.add(self.hash)
-        self.ko_point = result.ko_point
-        return result
+            return MoveResult(color, PASS, (), 0, None)
+        dead, friends, new_hash = self._judge(color, point)
+        stones = self.stones
+        group_at = self._group_at
+        adj = self._adj
+        stones[point] = color
+        # The largest adjacent own group absorbs the stone and the other groups,
+        # so a merge copies only the smaller sets.
+        if friends:
+            group = friends[0]
+            if len(friends) > 1:
+                group = max(friends, key=_group_len)
+                for g in friends:
+                    if g is not group:
+                        group.stones |= g.stones
+                        group.liberties |= g.liberties
+                        for s in g.stones:
+                            group_at[s] = group
+            group.stones.add(point)
+            libs = group.liberties
+            libs.discard(point)
+        else:
+            libs = set()
+            group = Group(color, {point}, libs)
+        group_at[point] = group
+        for q in adj[point]:
+            s = stones[q]
+            if not s:
+                libs.add(q)
+            elif s != color:
+                group_at[q].liberties.discard(point)
+        captured: tuple[int, ...] = ()
+        if dead:
+            captured = tuple(sorted(s for g in dead for s in g.stones))
+            for s in captured:
+                stones[s] = EMPTY
+                group_at[s] = None
+            # Only the capturer's stones can border a captured group.
+            for s in captured:
+                for q in adj[s]:
+                    if stones[q] == color:
+                        group_at[q].liberties.add(s)
+            self.captures[color] += len(captured)
+        self.hash = new_hash
+        self.history.add(new_hash)
+        n_libs = len(libs)
+        ko = captured[0] if len(captured) == 1 and not friends and n_libs == 1 else None
+        self.ko_point = ko
+        return MoveResult(color, point, captured, n_libs, ko)
 
     def setup(self, black=(), white=(), empty=()) -> None:
         """Place (AB/AW) or clear (AE) stones without the rules of play, as SGF setup does.
 
         Groups are rebuilt from scratch; the resulting position joins the history.
-        A setup that leaves a group without liberties raises ValueError.
+        A setup that leaves a group without liberties raises ValueError and changes nothing.
         """
-        for points, color in ((empty, EMPTY), (black, BLACK), (white, WHITE)):
-            for p in points:
-                if not 0 <= p < self.area:
-                    raise OffBoardError(color or BLACK, p, self.size, "setup")
-                self.stones[p] = color
+        changes = [(p, color) for points, color in ((empty, EMPTY), (black, BLACK),
+                                                    (white, WHITE)) for p in points]
+        for p, color in changes:
+            if not 0 <= p < self.area:
+                raise OffBoardError(color or BLACK, p, self.size, "setup")
+        saved = (self.stones.copy(), self._group_at, self.hash)
+        for p, color in changes:
+            self.stones[p] = color
         self._rebuild()
         for group in self.groups():
             if not group.liberties:
+                self.stones, self._group_at, self.hash = saved
                 raise ValueError(
                     f"setup leaves a {COLOR_NAMES[group.color]} group without liberties "
                     f"at {to_gtp(min(group.stones), self.size)}"
@@ -326,39 +378,6 @@ class Board:
                 elif s == color and q not in group.stones:
                     group.stones.add(q)
                     frontier.append(q)
-
-    def _place(self, color: int, point: int) -> None:
-        stones = self.stones
-        group_at = self._group_at
-        stones[point] = color
-        group = Group(color, {point}, set())
-        for q in self._adj[point]:
-            s = stones[q]
-            if s == EMPTY:
-                group.liberties.add(q)
-                continue
-            g = group_at[q]
-            g.liberties.discard(point)
-            if s == color and g is not group:
-                # Merge the smaller group into the larger one.
-                if len(g.stones) > len(group.stones):
-                    g, group = group, g
-                group.stones |= g.stones
-                group.liberties |= g.liberties
-                for stone in g.stones:
-                    group_at[stone] = group
-        group_at[point] = group
-        group.liberties.discard(point)
-
-    def _remove(self, point: int) -> None:
-        self.stones[point] = EMPTY
-        self._group_at[point] = None
-        seen: list[Group] = []
-        for q in self._adj[point]:
-            g = self._group_at[q]
-            if g is not None and g not in seen:
-                g.liberties.add(point)
-                seen.append(g)
 
     def __str__(self) -> str:
         chars = {EMPTY: ".", BLACK: "X", WHITE: "O"}

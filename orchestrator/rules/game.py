@@ -4,14 +4,16 @@ list, and the end by two consecutive passes or the move cap."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from orchestrator.coords import PASS
 from orchestrator.rules.board import BLACK, WHITE, Board, MoveResult, opponent
 from orchestrator.rules.scoring import AreaScore, tromp_taylor
 
 
-@dataclass(frozen=True, slots=True)
-class Move:
+class Move(NamedTuple):
+    """One move of the record; a tuple so that appending one per move stays cheap."""
+
     color: int
     point: int  # PASS for a pass
 

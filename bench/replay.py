@@ -1,0 +1,125 @@
+"""Replay speed of the referee's board against sgfmill's, on the real SGF corpus.
+
+Every 9x9, 13x13 and 19x19 file under ../shared/sgf/real that sgfmill loads and
+whose main line our board accepts is read into memory first; then the same
+moves are replayed with ``Board.play`` and ``Game.play`` (occupied, suicide and
+positional superko checked, captures counted) and with ``sgfmill.boards.Board.play``
+(captures only: no suicide or superko check). Passes count as moves for both;
+sgfmill has no pass, so it skips them. Run: ``.venv/bin/python bench/replay.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from sgfmill import boards, sgf, sgf_moves
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from orchestrator.coords import PASS  # noqa: E402
+from orchestrator.rules import BLACK, WHITE, Board, Game, IllegalMove  # noqa: E402
+
+REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
+SIZES = (9, 13, 19)
+ROUNDS = 5
+COLOURS = {"b": BLACK, "w": WHITE}
+
+# One game: size, sgfmill setup (colour, (row, col)) list, sgfmill moves, our setup and moves.
+Record = tuple[int, list, list, tuple[list[int], list[int]], list[tuple[int, int]]]
+
+
+def load(path: Path) -> Record | None:
+    """The game in ``path`` ready to replay, or None if either board cannot take it."""
+    try:
+        game = sgf.Sgf_game.from_bytes(path.read_bytes())
+        size = game.get_size()
+        if size not in SIZES:
+            return None
+        start, plays = sgf_moves.get_setup_and_moves(game)
+    except (ValueError, IndexError):
+        return None
+    setup = [(colour, rc) for colour, rc in start.list_occupied_points()]
+    ours_setup: tuple[list[int], list[int]] = ([], [])
+    for colour, (row, col) in setup:
+        ours_setup[colour == "w"].append((size - 1 - row) * size + col)
+    moves = []
+    for colour, rc in plays:
+        point = PASS if rc is None else (size - 1 - rc[0]) * size + rc[1]
+        moves.append((COLOURS[colour], point))
+    board = Board(size)
+    try:
+        board.setup(*ours_setup)
+        for colour, point in moves:
+            board.play(colour, point)
+    except (IllegalMove, ValueError):
+        return None
+    return size, setup, [p for p in plays if p[1] is not None], ours_setup, moves
+
+
+def replay_board(records: list[Record]) -> None:
+    for size, _, _, setup, moves in records:
+        board = Board(size)
+        if setup[0] or setup[1]:
+            board.setup(*setup)
+        play = board.play
+        for colour, point in moves:
+            play(colour, point)
+
+
+def replay_game(records: list[Record]) -> None:
+    for size, _, _, setup, moves in records:
+        game = Game(size)
+        if setup[0] or setup[1]:
+            game.setup(*setup)
+        play = game.play
+        for colour, point in moves:
+            play(point, colour)
+
+
+def replay_sgfmill(records: list[Record]) -> None:
+    for size, setup, plays, _, _ in records:
+        board = boards.Board(size)
+        if setup:
+            board.apply_setup(
+                [rc for c, rc in setup if c == "b"], [rc for c, rc in setup if c == "w"], []
+            )
+        play = board.play
+        for colour, (row, col) in plays:
+            play(row, col, colour)
+
+
+def best_of(fn, records: list[Record]) -> float:
+    best = float("inf")
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        fn(records)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> int:
+    if not REAL_SGF.is_dir():
+        print(f"real SGF corpus not found at {REAL_SGF}; nothing to benchmark")
+        return 0
+    paths = sorted(p for p in REAL_SGF.rglob("*") if p.suffix.lower() == ".sgf")
+    records = [r for r in map(load, paths) if r is not None]
+    moves = sum(len(r[4]) for r in records)
+    by_size = {s: sum(1 for r in records if r[0] == s) for s in SIZES}
+    print(
+        f"{len(records)} of {len(paths)} files replayable "
+        f"({', '.join(f'{n} {s}x{s}' for s, n in by_size.items())}), {moves} moves; "
+        f"best of {ROUNDS} rounds"
+    )
+    reference = best_of(replay_sgfmill, records)
+    print(f"sgfmill Board.play     {moves / reference:>10,.0f} moves/s")
+    for label, fn in (("go19 Board.play", replay_board), ("go19 Game.play", replay_game)):
+        seconds = best_of(fn, records)
+        print(f"{label:<22} {moves / seconds:>10,.0f} moves/s   {reference / seconds:.2f}x sgfmill")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
