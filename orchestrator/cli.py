@@ -16,6 +16,8 @@ from orchestrator import __version__
 
 COMMANDS: tuple[str, ...] = (
     "replay",
+    "serve",
+    "ping",
 )
 
 

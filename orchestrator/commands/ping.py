@@ -1,0 +1,91 @@
+"""`go19 ping HOST:PORT...`: one GO19 PING per endpoint, like the seed client's check."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from orchestrator.players.base import PlayerError
+from orchestrator.players.go19 import Go19Connection, format_address
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``host:port`` or ``[v6]:port``; ValueError names the culprit."""
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"bad endpoint {text!r}: expected HOST:PORT with a port in 1..65535")
+    return host, int(port)
+
+
+Result = tuple[bool, str, float]  # ok, failure reason, milliseconds
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ping",
+        help="check GO19 endpoints with one PING each",
+        description="Connect to each GO19 endpoint, send PING and wait for PONG. Prints "
+        "'● OK host:port (NN ms)' or '● FAILED host:port: reason (NN ms)'; exits 1 if any failed.",
+    )
+    parser.add_argument("endpoints", nargs="+", metavar="HOST:PORT")
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, metavar="S",
+        help="seconds allowed per endpoint for connect + PING (default 5)",
+    )
+    parser.set_defaults(func=run)
+
+
+async def check(address: tuple[str, int], timeout: float) -> Result:
+    """(ok, reason, ms): the PING round trip when ok, else the time until the failure."""
+    start = trio.current_time()
+    where = format_address(address)
+    try:
+        with trio.fail_after(timeout):
+            conn = await Go19Connection.connect(*address)
+            try:
+                rtt = await conn.ping()
+            finally:
+                await conn.aclose()
+    except trio.TooSlowError:
+        return False, f"no answer within {timeout:g} s", (trio.current_time() - start) * 1000
+    except PlayerError as exc:
+        reason = str(exc).removeprefix(f"{where}: ")
+        return False, reason, (trio.current_time() - start) * 1000
+    return True, "", rtt
+
+
+async def check_all(addresses: list[tuple[str, int]], timeout: float) -> list[Result]:
+    results: list[Result] = [(False, "not checked", 0.0)] * len(addresses)
+
+    async def one(i: int) -> None:
+        results[i] = await check(addresses[i], timeout)
+
+    async with trio.open_nursery() as nursery:
+        for i in range(len(addresses)):
+            nursery.start_soon(one, i)
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.timeout > 0:
+        print("ping: --timeout must be positive", file=sys.stderr)
+        return 2
+    try:
+        addresses = [parse_address(text) for text in args.endpoints]
+    except ValueError as exc:
+        print(f"ping: {exc}", file=sys.stderr)
+        return 2
+    results = trio.run(check_all, addresses, args.timeout)
+    console = Console(highlight=False, soft_wrap=True)
+    for address, (ok, reason, ms) in zip(addresses, results, strict=True):
+        line = Text("● ", style="green" if ok else "red")
+        where = format_address(address)
+        line.append(f"OK {where}" if ok else f"FAILED {where}: {reason}")
+        line.append(f" ({ms:.1f} ms)")
+        console.print(line)
+    return 0 if all(ok for ok, _, _ in results) else 1

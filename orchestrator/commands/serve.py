@@ -1,0 +1,130 @@
+"""`go19 serve`: a move engine (heuristic, random or a GTP command) behind a GO19 port."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import sys
+
+import trio
+
+from orchestrator.players.gtp import GtpPlayer
+from orchestrator.serve import (
+    Engine,
+    HeuristicEngine,
+    PlayerPoolEngine,
+    RandomEngine,
+    serve_go19,
+)
+
+ENGINE_HELP = 'heuristic, random, or gtp:"COMMAND ARGS" (one engine process per slot)'
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve a move engine over the GO19 protocol",
+        description="Answer GO19 requests with the built-in heuristic AI, the random player or "
+        "a GTP engine. The first line on stdout is 'serving GO19 on HOST:PORT'.",
+    )
+    parser.add_argument("--engine", default="heuristic", help=ENGINE_HELP)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on "
+                        "(default 127.0.0.1; 0.0.0.0 for every interface)")
+    parser.add_argument("--port", type=int, default=5019, help="TCP port; 0 picks a free one")
+    parser.add_argument("--slots", type=int, default=1, help="engine computations at once")
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="hold each answer back")
+    parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random")
+    parser.add_argument("--level", type=int, default=2, help="heuristic level (0..2)")
+    parser.add_argument("--komi", type=float, default=7.5, help="komi told to GTP engines")
+    parser.add_argument("--size", type=int, action="append", dest="sizes", metavar="N",
+                        help="board size to accept (repeatable; default 19)")
+    parser.add_argument("--idle-timeout", type=float, default=60.0, metavar="S",
+                        help="drop a connection silent this long between requests")
+    parser.add_argument("--frame-timeout", type=float, default=10.0, metavar="S",
+                        help="drop a connection that takes this long to finish a frame")
+    parser.add_argument("--quiet", action="store_true", help="no per-connection log on stderr")
+    parser.set_defaults(func=run)
+
+
+def make_engine(spec: str, slots: int, seed: int | None, level: int, komi: float) -> Engine:
+    """The engine named on the command line; ValueError says what is wrong with it."""
+    if spec == "heuristic":
+        return HeuristicEngine(seed=seed, level=level)
+    if spec == "random":
+        return RandomEngine(seed=seed)
+    if spec.startswith("gtp:"):
+        argv = shlex.split(spec[4:])
+        if not argv:
+            raise ValueError('gtp: needs a command, e.g. gtp:"/usr/games/gnugo --mode gtp"')
+        if shutil.which(argv[0]) is None:
+            raise ValueError(f"GTP engine {argv[0]!r} not found or not executable")
+        players = [GtpPlayer(f"gtp#{i}", argv) for i in range(slots)]
+        return PlayerPoolEngine(players, komi=komi)
+    raise ValueError(f"unknown engine {spec!r}; expected {ENGINE_HELP}")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Announce:
+    """The ``task_status`` of serve_go19: print the bound address once listening.
+
+    Used instead of ``nursery.start`` so a failure to listen surfaces as a plain OSError.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+
+    def started(self, port: int) -> None:
+        args = self.args
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        print(f"serving GO19 on {host}:{port} (engine {args.engine}, {args.slots} slots)",
+              flush=True)
+
+
+async def _serve(args: argparse.Namespace, engine: Engine) -> None:
+    try:
+        await serve_go19(
+            engine, args.host, args.port,
+            slots=args.slots, delay_ms=args.delay_ms,
+            idle_timeout=args.idle_timeout, frame_timeout=args.frame_timeout,
+            allowed_sizes=args.sizes or (19,),
+            log=(lambda _: None) if args.quiet else _stderr,
+            task_status=_Announce(args),
+        )
+    finally:
+        with trio.CancelScope(shield=True):
+            await engine.aclose()
+
+
+def run(args: argparse.Namespace) -> int:
+    problems = [
+        f"--{name} must be {rule}"
+        for name, bad, rule in (
+            ("slots", args.slots < 1, "at least 1"),
+            ("port", not 0 <= args.port < 65536, "in 0..65535"),
+            ("delay-ms", args.delay_ms < 0, "zero or more"),
+            ("level", args.level not in (0, 1, 2), "0, 1 or 2"),
+            ("idle-timeout", not args.idle_timeout > 0, "positive"),
+            ("frame-timeout", not args.frame_timeout > 0, "positive"),
+            ("size", any(not 2 <= s <= 25 for s in args.sizes or ()), "in 2..25"),
+        )
+        if bad
+    ]
+    if problems:
+        print(f"serve: {problems[0]}", file=sys.stderr)
+        return 2
+    try:
+        engine = make_engine(args.engine, args.slots, args.seed, args.level, args.komi)
+    except ValueError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        trio.run(_serve, args, engine)
+    except OSError as exc:
+        print(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,474 @@
+"""The GO19 client: one connection, a pool over replicas with backoff, and the Player.
+
+:class:`Go19Connection` carries one request at a time over the sans-IO codec. A
+request that is cancelled (the referee's deadline) or fails closes the
+connection: GO19 has no request id, so a late reply must never be read as the
+answer to the next request.
+
+:class:`Go19Endpoint` pools connections to the replicas of one adapter. A
+request goes to the least-loaded healthy replica; each replica reconnects on
+its own schedule (1.5 s, 3 s, 4.5 s … capped at 15 s between attempts) and is
+marked down after 6 consecutive failed connects, until :meth:`Go19Endpoint.reset`.
+
+Socket, timeout and protocol failures become go19's :class:`PlayerError` types in
+one place, :func:`_wire_errors`. Nothing here takes a timeout except the
+connect timeout, which is the client's own: callers bound a request with
+``trio.move_on_after``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import trio
+
+from orchestrator import coords
+from orchestrator.players.base import (
+    ConnectionFailed,
+    EndpointDown,
+    ErrorReply,
+    ProtocolViolation,
+)
+from orchestrator.protocol import go19 as wire
+from orchestrator.render import render_png
+from orchestrator.rules.game import Game
+
+Address = tuple[str, int]
+_RECEIVE_CHUNK = 65536
+
+
+def format_address(address: Address) -> str:
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _describe(exc: BaseException) -> str:
+    """A short reason for a socket failure, digging under trio's wrappers."""
+    seen = exc
+    while seen.__cause__ is not None and not isinstance(seen, ExceptionGroup):
+        seen = seen.__cause__
+    if isinstance(seen, ExceptionGroup) and seen.exceptions:
+        seen = seen.exceptions[0]
+    if isinstance(seen, socket.gaierror) and seen.strerror:
+        return seen.strerror.lower()
+    if isinstance(seen, OSError) and seen.errno:
+        return os.strerror(seen.errno).lower()
+    return str(seen) or type(seen).__name__
+
+
+@contextmanager
+def _wire_errors(where: str) -> Iterator[None]:
+    """The one place where lower-level failures become go19 player errors."""
+    try:
+        yield
+    except wire.RemoteProtocolError as exc:
+        raise ProtocolViolation(f"{where}: {exc}") from exc
+    except trio.TooSlowError as exc:
+        raise ConnectionFailed(f"{where}: connect timed out") from exc
+    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        raise ConnectionFailed(f"{where}: {_describe(exc)}") from exc
+
+
+class _ClosedBeforeReply(ConnectionFailed):
+    """The peer hung up before sending a byte of the reply."""
+
+
+class _Unreachable(ConnectionFailed):
+    """This replica could not be connected to (now in backoff, or down): try another."""
+
+
+class Go19Connection:
+    """One client connection; one request or ping at a time."""
+
+    def __init__(self, stream: trio.abc.Stream, where: str, limits: wire.Limits | None = None):
+        self.where = where
+        self._stream = stream
+        self._codec = wire.Connection(wire.CLIENT, limits)
+        self._busy = False
+        self.closed = False
+        self.exchanges = 0  # completed request/reply or ping/pong cycles
+        self.idle_since = trio.current_time()
+
+    @classmethod
+    async def connect(
+        cls, host: str, port: int, limits: wire.Limits | None = None
+    ) -> Go19Connection:
+        """Open a connection; callers bound it with ``trio.fail_after``."""
+        where = format_address((host, port))
+        with _wire_errors(where):
+            stream = await trio.open_tcp_stream(host, port)
+        return cls(stream, where, limits)
+
+    async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
+        """Send one request and return its reply; an error reply closes the connection."""
+        reply = await self._exchange(request)
+        if isinstance(reply, wire.ErrorReply):
+            await self.aclose()
+        return reply
+
+    async def ping(self) -> float:
+        """Round-trip time of one PING/PONG in milliseconds."""
+        start = trio.current_time()
+        await self._exchange(wire.Ping())
+        return (trio.current_time() - start) * 1000.0
+
+    async def _exchange(self, event: wire.Request | wire.Ping) -> wire.Event:
+        if self.closed:
+            raise ConnectionFailed(f"{self.where}: connection already closed")
+        if self._busy:
+            raise trio.BusyResourceError(f"{self.where}: a request is already in flight")
+        self._busy = True
+        finished = False
+        try:
+            reply = await self._send_and_receive(event)
+            finished = True
+        finally:
+            self._busy = False
+            if not finished:
+                # Cancelled or failed: whatever arrives later belongs to no one.
+                await self.aclose()
+        self.exchanges += 1
+        self.idle_since = trio.current_time()
+        if self._codec.trailing_data[0]:
+            await self.aclose()  # the peer said more than one reply: trust nothing after it
+        return reply
+
+    async def _send_and_receive(self, event: wire.Request | wire.Ping) -> wire.Event:
+        got_bytes = False
+        try:
+            with _wire_errors(self.where):
+                await self._stream.send_all(self._codec.send(event))
+                while (reply := self._codec.next_event()) is wire.NEED_DATA:
+                    data = await self._stream.receive_some(_RECEIVE_CHUNK)
+                    got_bytes = got_bytes or bool(data)
+                    self._codec.receive_data(data)
+        except ConnectionFailed as exc:
+            if not got_bytes:
+                raise _ClosedBeforeReply(str(exc)) from exc
+            raise
+        if isinstance(reply, wire.ConnectionClosed):
+            raise _ClosedBeforeReply(f"{self.where}: server closed the connection before replying")
+        return reply
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await trio.aclose_forcefully(self._stream)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaStats:
+    """A snapshot of one replica for a dashboard; times are ``trio.current_time()``."""
+
+    address: str
+    status: str  # idle (no connection yet) | ok | connecting | backoff | down
+    retry_at: float | None  # while in backoff: when the next connect attempt happens
+    in_flight: int
+    idle_connections: int
+    requests: int
+    errors: int
+    timeouts: int
+    reconnects: int
+    consecutive_failures: int
+    last_attempt: float | None
+    last_error: str | None
+    latency_ms: tuple[float, ...]
+
+
+class _Replica:
+    def __init__(self, endpoint: Go19Endpoint, address: Address) -> None:
+        self.endpoint = endpoint
+        self.address = address
+        self.where = format_address(address)
+        self.status = "idle"
+        self.idle: list[Go19Connection] = []
+        self.in_flight = 0
+        self.requests = 0
+        self.errors = 0
+        self.timeouts = 0
+        self.reconnects = 0
+        self.failures = 0
+        self.retry_at = -math.inf
+        self.last_attempt: float | None = None
+        self.last_error: str | None = None
+        self.latency_ms: deque[float] = deque(maxlen=endpoint.latency_samples)
+        self._lost_connection = False  # the next connect counts as a reconnect
+        self._connect_lock = trio.Lock()
+
+    @property
+    def down(self) -> bool:
+        return self.status == "down"
+
+    def stats(self) -> ReplicaStats:
+        return ReplicaStats(
+            address=self.where,
+            status=self.status,
+            retry_at=self.retry_at if self.status == "backoff" else None,
+            in_flight=self.in_flight,
+            idle_connections=len(self.idle),
+            requests=self.requests,
+            errors=self.errors,
+            timeouts=self.timeouts,
+            reconnects=self.reconnects,
+            consecutive_failures=self.failures,
+            last_attempt=self.last_attempt,
+            last_error=self.last_error,
+            latency_ms=tuple(self.latency_ms),
+        )
+
+    async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
+        self.requests += 1
+        start = trio.current_time()
+        succeeded = False
+        try:
+            conn = await self._checkout()
+            try:
+                reply = await conn.request(request)
+            except _ClosedBeforeReply:
+                if not conn.exchanges:
+                    raise
+                # A pooled connection the server had already dropped; requests are
+                # idempotent (the whole board travels), so one fresh try is safe.
+                self._lost_connection = True
+                conn = await self._connect()
+                reply = await conn.request(request)
+            succeeded = True
+        except trio.Cancelled:
+            self.timeouts += 1
+            self._lost_connection = True
+            raise
+        except BaseException as exc:
+            self.errors += 1
+            self._lost_connection = True
+            self.last_error = self._reason(exc)
+            raise
+        finally:
+            if succeeded:
+                self.latency_ms.append((trio.current_time() - start) * 1000.0)
+        if isinstance(reply, wire.ErrorReply):
+            self.errors += 1
+            self.last_error = f"error reply: {reply.message}"
+        await self._checkin(conn)
+        return reply
+
+    async def _checkout(self) -> Go19Connection:
+        max_idle = self.endpoint.max_idle
+        while self.idle:
+            conn = self.idle.pop()
+            if trio.current_time() - conn.idle_since <= max_idle:
+                return conn
+            await conn.aclose()
+        return await self._connect()
+
+    async def _checkin(self, conn: Go19Connection) -> None:
+        if conn.closed:
+            self._lost_connection = True
+        elif self.endpoint.closed:
+            await conn.aclose()
+        else:
+            self.idle.append(conn)
+
+    async def _connect(self) -> Go19Connection:
+        """One connect attempt, after this replica's backoff; _Unreachable if it fails.
+
+        The endpoint then picks again, so a request waits out a backoff only when
+        no other replica is free of one. The lock keeps one attempt at a time, so
+        concurrent requests cannot speed up the schedule.
+        """
+        endpoint = self.endpoint
+        async with self._connect_lock:
+            if self.down:
+                raise _Unreachable(f"{self.where}: down ({self.last_error})")
+            if trio.current_time() < self.retry_at:
+                self.status = "backoff"
+                await trio.sleep_until(self.retry_at)
+            self.status = "connecting"
+            self.last_attempt = trio.current_time()
+            if self._lost_connection or self.failures:
+                self.reconnects += 1
+            try:
+                with _wire_errors(self.where), trio.fail_after(endpoint.connect_timeout):
+                    conn = await Go19Connection.connect(*self.address, limits=endpoint.limits)
+            except ConnectionFailed as exc:
+                self._connect_failed(exc)
+                raise _Unreachable(str(exc)) from exc
+            self.failures = 0
+            self._lost_connection = False
+            self.status = "ok"
+            return conn
+
+    def _reason(self, exc: BaseException) -> str:
+        return str(exc).removeprefix(f"{self.where}: ")
+
+    def _connect_failed(self, exc: ConnectionFailed) -> None:
+        self.failures += 1
+        self.last_error = self._reason(exc)
+        if self.failures >= self.endpoint.max_failures:
+            self.status = "down"
+            self.endpoint._health_changed()
+        else:
+            delay = min(self.endpoint.backoff_step * self.failures, self.endpoint.backoff_cap)
+            self.retry_at = trio.current_time() + delay
+            self.status = "backoff"
+
+    def reset(self) -> None:
+        self.failures = 0
+        self.retry_at = -math.inf
+        if self.status in ("down", "backoff"):
+            self.status = "idle"
+
+    async def aclose(self) -> None:
+        idle, self.idle = self.idle, []
+        for conn in idle:
+            await conn.aclose()
+
+
+class Go19Endpoint:
+    """A pool of GO19 connections over the replicas of one adapter.
+
+    ``slots_per_replica`` bounds the requests in flight per healthy replica (one
+    endpoint-wide ``CapacityLimiter``, resized when replicas go down or come back).
+    Use as ``async with Go19Endpoint(...) as endpoint`` so idle connections get closed.
+    """
+
+    def __init__(
+        self,
+        replicas: Sequence[Address],
+        *,
+        slots_per_replica: int = 1,
+        connect_timeout: float = 5.0,
+        image_px: int = 512,
+        allowed_sizes: Iterable[int] | None = None,
+        limits: wire.Limits | None = None,
+        max_failures: int = 6,
+        backoff_step: float = 1.5,
+        backoff_cap: float = 15.0,
+        max_idle: float = 30.0,
+        latency_samples: int = 256,
+    ) -> None:
+        if not replicas:
+            raise ValueError("a GO19 endpoint needs at least one replica")
+        if slots_per_replica < 1:
+            raise ValueError(f"slots_per_replica must be >= 1, not {slots_per_replica}")
+        self.slots_per_replica = slots_per_replica
+        self.connect_timeout = connect_timeout
+        self.image_px = image_px
+        self.limits = limits or wire.Limits()
+        if allowed_sizes is not None:
+            self.limits = replace(self.limits, allowed_sizes=frozenset(allowed_sizes))
+        self.max_failures = max_failures
+        self.backoff_step = backoff_step
+        self.backoff_cap = backoff_cap
+        self.max_idle = max_idle
+        self.latency_samples = latency_samples
+        self.closed = False
+        self._replicas = [_Replica(self, (host, int(port))) for host, port in replicas]
+        self._limiter = trio.CapacityLimiter(slots_per_replica * len(self._replicas))
+
+    @property
+    def addresses(self) -> list[str]:
+        return [r.where for r in self._replicas]
+
+    def __str__(self) -> str:
+        return ",".join(self.addresses)
+
+    def replica_stats(self) -> list[ReplicaStats]:
+        return [r.stats() for r in self._replicas]
+
+    def is_down(self) -> bool:
+        """Every replica gave up; requests raise EndpointDown until :meth:`reset`."""
+        return all(r.down for r in self._replicas)
+
+    async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
+        """Send one request to the least-loaded healthy replica and return its reply.
+
+        Raises ConnectionFailed, ProtocolViolation, or EndpointDown when every replica is down.
+        """
+        if self.closed:
+            raise ConnectionFailed(f"{self}: endpoint closed")
+        self._check_up()  # fail fast, without queueing, when everything is down
+        async with self._limiter:
+            self._check_up()  # again: replicas may have gone down while we queued
+            tried: list[_Replica] = []
+            while True:
+                replica = self._pick(tried)
+                replica.in_flight += 1
+                try:
+                    return await replica.request(request)
+                except _Unreachable as exc:
+                    # Each replica gets one connect attempt per request: the next request
+                    # waits out the backoff, this one reports the failure now.
+                    tried.append(replica)
+                    if all(r.down or r in tried for r in self._replicas):
+                        self._check_up()
+                        raise ConnectionFailed(str(exc)) from exc
+                finally:
+                    replica.in_flight -= 1
+
+    def _check_up(self) -> None:
+        if self.is_down():
+            reasons = "; ".join(f"{r.where} ({r.last_error})" for r in self._replicas)
+            raise EndpointDown(f"all replicas down: {reasons}")
+
+    def _pick(self, tried: list[_Replica]) -> _Replica:
+        candidates = [r for r in self._replicas if not r.down and r not in tried]
+        # Prefer replicas not waiting out a backoff (else the one whose backoff ends first),
+        # then the least loaded, then the least used.
+        return min(candidates, key=lambda r: (
+            r.status == "backoff", r.retry_at if r.status == "backoff" else 0.0,
+            r.in_flight, r.requests,
+        ))
+
+    def _health_changed(self) -> None:
+        healthy = sum(not r.down for r in self._replicas)
+        self._limiter.total_tokens = self.slots_per_replica * max(1, healthy)
+
+    def reset(self) -> None:
+        """Forget connect failures: down replicas get tried again on the next request."""
+        for replica in self._replicas:
+            replica.reset()
+        self._health_changed()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        for replica in self._replicas:
+            await replica.aclose()
+
+    async def __aenter__(self) -> Go19Endpoint:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _last_stone(game: Game) -> int | None:
+    if game.moves and game.moves[-1].point != coords.PASS:
+        return game.moves[-1].point
+    return None
+
+
+class Go19Player:
+    """A policy behind a GO19 endpoint; the endpoint belongs to whoever opened it."""
+
+    def __init__(self, endpoint: Go19Endpoint, name: str, image_px: int | None = None) -> None:
+        self.endpoint = endpoint
+        self.name = name
+        self.image_px = endpoint.image_px if image_px is None else image_px
+
+    async def genmove(self, game: Game) -> int:
+        board = game.board.to_array()
+        png = render_png(board, _last_stone(game), size_px=self.image_px)
+        request = wire.Request(game.size, game.to_play, png, board.tobytes())
+        reply = await self.endpoint.request(request)
+        if isinstance(reply, wire.ErrorReply):
+            raise ErrorReply(f"{self.name}: {reply.message}")
+        return coords.from_go19(reply.row, reply.col, game.size)
+
+    async def aclose(self) -> None:
+        """Nothing to do: the endpoint is shared and closed by its owner."""

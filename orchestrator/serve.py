@@ -1,0 +1,281 @@
+"""Serve a move engine over GO19: the thin trio server around the sans-IO codec.
+
+:func:`serve_go19` accepts many connections at once and answers one request
+at a time per connection. A bad frame is answered with an error frame and the
+connection closed; an oversize frame is refused from its header, unread. A
+client that sends nothing for ``idle_timeout`` seconds, or takes longer than
+``frame_timeout`` to finish a frame it started, is dropped. ``slots`` bounds
+the engine computations running at once; ``delay_ms`` holds each answer back
+(inside its slot, like a slow model would) for latency tests and benchmarks.
+
+Engines see a position, not a game: ``genmove(board, color)`` gets the uint8
+``(size, size)`` array from the request and returns a point or ``PASS``. GO19
+has no resign, so an engine that resigns is answered as a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+import trio
+
+from orchestrator import coords
+from orchestrator.players.base import RESIGN, Player
+from orchestrator.players.heuristic import HeuristicAI
+from orchestrator.players.random_player import RandomPlayer
+from orchestrator.protocol import go19 as wire
+from orchestrator.rules.board import BLACK, WHITE, Board
+from orchestrator.rules.game import Game
+
+_RECEIVE_CHUNK = 65536
+
+
+class Engine(Protocol):
+    async def genmove(self, board: np.ndarray, color: int) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+class EngineError(Exception):
+    """The engine cannot answer this request; the message goes back in an error frame."""
+
+
+def _stones(board: np.ndarray) -> tuple[list[int], list[int]]:
+    flat = board.reshape(-1)
+    return np.flatnonzero(flat == BLACK).tolist(), np.flatnonzero(flat == WHITE).tolist()
+
+
+def position(board: np.ndarray) -> Board:
+    """The request's stones as a Board; a group without liberties is an EngineError."""
+    result = Board(board.shape[0])
+    black, white = _stones(board)
+    try:
+        result.setup(black=black, white=white)
+    except ValueError as exc:
+        raise EngineError(f"impossible position: {exc}") from None
+    return result
+
+
+class Chooser(Protocol):
+    def choose(self, board: Board, color: int, last_move: int | None = None) -> int: ...
+
+
+class ChooserEngine:
+    """A pure, synchronous move chooser (heuristic AI, random player) as an engine."""
+
+    def __init__(self, chooser: Chooser) -> None:
+        self._chooser = chooser
+
+    async def genmove(self, board: np.ndarray, color: int) -> int:
+        await trio.lowlevel.checkpoint()
+        return self._chooser.choose(position(board), color, None)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class HeuristicEngine(ChooserEngine):
+    def __init__(self, seed: int | None = None, level: int = 2) -> None:
+        super().__init__(HeuristicAI(seed=seed, level=level))
+
+
+class RandomEngine(ChooserEngine):
+    def __init__(self, seed: int | None = None) -> None:
+        super().__init__(RandomPlayer(seed))
+
+
+class PlayerPoolEngine:
+    """Stateful players (GTP engine processes) as one engine, one request per player.
+
+    Each request becomes a fresh :class:`Game` whose stones are setup stones, so a
+    player brings itself up to date from scratch (GTP: ``clear_board`` and a
+    ``play`` per stone; every intermediate position keeps a liberty per group, so
+    no stone is captured on the way). Size the pool to the server's slots.
+    """
+
+    def __init__(self, players: Sequence[Player], komi: float = 7.5) -> None:
+        if not players:
+            raise ValueError("a player pool needs at least one player")
+        self._players = list(players)
+        self._free = list(players)
+        self._turn = trio.Semaphore(len(players))
+        self.komi = komi
+
+    async def genmove(self, board: np.ndarray, color: int) -> int:
+        size = board.shape[0]
+        position(board)  # refuse impossible positions before an engine sees them
+        game = Game(size=size, komi=self.komi)
+        black, white = _stones(board)
+        game.setup(black=black, white=white, to_play=color)
+        async with self._turn:
+            player = self._free.pop()
+            try:
+                return await player.genmove(game)
+            finally:
+                self._free.append(player)
+
+    async def aclose(self) -> None:
+        for player in self._players:
+            await player.aclose()
+
+
+@dataclass
+class ServerStats:
+    connections: int = 0
+    open_connections: int = 0
+    requests: int = 0
+    pings: int = 0
+    error_replies: int = 0
+    bad_frames: int = 0
+    timeouts: int = 0
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Server:
+    def __init__(
+        self,
+        engine: Engine,
+        limits: wire.Limits,
+        slots: int,
+        delay_ms: float,
+        idle_timeout: float,
+        frame_timeout: float,
+        stats: ServerStats,
+        log: Callable[[str], None],
+    ) -> None:
+        self.engine = engine
+        self.limits = limits
+        self.limiter = trio.CapacityLimiter(slots)
+        self.delay = delay_ms / 1000.0
+        self.idle_timeout = idle_timeout
+        self.frame_timeout = frame_timeout
+        self.stats = stats
+        self.log = log
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        stats = self.stats
+        stats.connections += 1
+        stats.open_connections += 1
+        peer = _peer_name(stream)
+        codec = wire.Connection(wire.SERVER, self.limits)
+        try:
+            while True:
+                event = await self._next_event(stream, codec)
+                if isinstance(event, wire.ConnectionClosed):
+                    return
+                if isinstance(event, wire.Ping):
+                    stats.pings += 1
+                    await stream.send_all(codec.send(wire.Pong()))
+                    continue
+                reply = await self._answer(event, peer)
+                await stream.send_all(codec.send(reply))
+        except wire.RemoteProtocolError as exc:
+            stats.bad_frames += 1
+            self.log(f"{peer}: bad frame, closing: {exc}")
+            with trio.move_on_after(self.frame_timeout):
+                await stream.send_all(codec.send(wire.ErrorReply(f"bad frame: {exc}")))
+        except _Timeout as exc:
+            stats.timeouts += 1
+            self.log(f"{peer}: {exc}, closing")
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            self.log(f"{peer}: connection lost: {exc!r}")
+        except Exception as exc:
+            # One connection's failure must never take the server (and every other client) down.
+            self.log(f"{peer}: internal error, closing: {exc!r}")
+        finally:
+            stats.open_connections -= 1
+            await trio.aclose_forcefully(stream)
+
+    async def _next_event(self, stream: trio.SocketStream, codec: wire.Connection) -> wire.Event:
+        """The next frame, under the idle deadline until its first byte, then the frame deadline."""
+        waiting_since = trio.current_time()
+        frame_started: float | None = None
+        while (event := codec.next_event()) is wire.NEED_DATA:
+            if frame_started is None:
+                deadline, what = waiting_since + self.idle_timeout, "idle"
+            else:
+                deadline, what = frame_started + self.frame_timeout, "frame not finished"
+            with trio.move_on_at(deadline):
+                data = await _receive(stream)
+                codec.receive_data(data)
+                if frame_started is None and data:
+                    frame_started = trio.current_time()
+                continue
+            raise _Timeout(f"{what} after {deadline - (frame_started or waiting_since):g} s")
+        return event
+
+    async def _answer(self, request: wire.Request, peer: str) -> wire.MoveReply | wire.ErrorReply:
+        self.stats.requests += 1
+        size = request.size
+        board = np.frombuffer(request.board, dtype=np.uint8).reshape(size, size)
+        try:
+            async with self.limiter:
+                if self.delay:
+                    await trio.sleep(self.delay)
+                point = await self.engine.genmove(board, request.ai_side)
+            if point == RESIGN:
+                point = coords.PASS
+            return wire.MoveReply(*coords.to_go19(point, size))
+        except Exception as exc:  # any engine failure is this request's answer
+            self.stats.error_replies += 1
+            message = str(exc) if isinstance(exc, EngineError) else f"engine failed: {exc!r}"
+            self.log(f"{peer}: error reply: {message}")
+            return wire.ErrorReply(message)
+
+
+async def _receive(stream: trio.SocketStream) -> bytes:
+    try:
+        return await stream.receive_some(_RECEIVE_CHUNK)
+    except (trio.BrokenResourceError, OSError):
+        return b""  # a reset is an EOF as far as this connection is concerned
+
+
+def _peer_name(stream: trio.SocketStream) -> str:
+    try:
+        host, port, *_ = stream.socket.getpeername()
+    except (OSError, ValueError):
+        return "peer"
+    return f"{host}:{port}"
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+async def serve_go19(
+    engine: Engine,
+    host: str | None = "127.0.0.1",
+    port: int = 5019,
+    *,
+    slots: int = 1,
+    delay_ms: float = 0.0,
+    idle_timeout: float = 60.0,
+    frame_timeout: float = 10.0,
+    allowed_sizes: Iterable[int] | None = None,
+    limits: wire.Limits | None = None,
+    stats: ServerStats | None = None,
+    log: Callable[[str], None] = _quiet,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``engine`` until cancelled; with ``nursery.start`` it returns the bound port.
+
+    ``port=0`` picks a free port. ``host=None`` listens on every interface.
+    Reports per-connection trouble (bad frames, timeouts, error replies) to ``log``.
+    """
+    if slots < 1:
+        raise ValueError(f"slots must be >= 1, not {slots}")
+    limits = limits or wire.Limits()
+    if allowed_sizes is not None:
+        limits = replace(limits, allowed_sizes=frozenset(allowed_sizes))
+    server = _Server(
+        engine, limits, slots, delay_ms, idle_timeout, frame_timeout, stats or ServerStats(), log
+    )
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    task_status.started(listeners[0].socket.getsockname()[1])
+    await trio.serve_listeners(server.handle, listeners)
