@@ -1,0 +1,57 @@
+"""The weakest sensible player: a uniformly random legal move that does not fill
+one of its own eye-like points, and a pass when no such move is left.
+
+It is the floor the heuristic AI is measured against. An eye-like point here is
+an empty point whose every neighbour is a stone of the mover's colour; never
+filling those is what makes random games end instead of self-destructing.
+"""
+
+from __future__ import annotations
+
+import random
+
+import trio
+
+from orchestrator.coords import PASS
+from orchestrator.rules.board import EMPTY, Board
+from orchestrator.rules.game import Game
+
+
+def is_eye_like(board: Board, color: int, point: int) -> bool:
+    stones = board.stones
+    return all(stones[q] == color for q in board.neighbours(point))
+
+
+class RandomPlayer:
+    """Sync and pure: ``choose`` never touches I/O."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._rng = random.Random(seed)
+
+    def choose(self, board: Board, color: int, last_move: int | None = None) -> int:
+        stones = board.stones
+        empties = [p for p in range(board.area) if stones[p] == EMPTY]
+        # Trying a shuffled order and keeping the first acceptable point picks
+        # uniformly among the acceptable ones without testing them all.
+        self._rng.shuffle(empties)
+        for point in empties:
+            if not is_eye_like(board, color, point) and board.is_legal(color, point):
+                return point
+        return PASS
+
+
+class RandomMover:
+    """:class:`RandomPlayer` as a referee-facing player."""
+
+    def __init__(self, name: str, seed: int | None = None) -> None:
+        self.name = name
+        self._ai = RandomPlayer(seed)
+
+    async def genmove(self, game: Game) -> int:
+        # Yield once so a game between built-in players never starves the others.
+        await trio.lowlevel.checkpoint()
+        last = game.moves[-1].point if game.moves else None
+        return self._ai.choose(game.board, game.to_play, last)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,241 @@
+"""The heuristic AI: tactics on hand-drawn positions, legality everywhere, and
+whole games refereed by orchestrator.rules.Game."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from orchestrator.coords import PASS
+from orchestrator.players.heuristic import HeuristicAI, HeuristicPlayer
+from orchestrator.players.random_player import RandomMover, RandomPlayer
+from orchestrator.rules import BLACK, WHITE, Board, Game, Move, tromp_taylor
+from tests.players.boards import DAME, TWO_EYES_AND_A_DAME, board_from, point
+
+SEEDS = range(12)
+
+
+def play_out(black, white, size: int, komi: float = 7.5, cap: int = 722) -> Game:
+    """A game to two passes or the cap; Game.play raises on any illegal move."""
+    game = Game(size, komi)
+    players = {BLACK: black, WHITE: white}
+    last = None
+    while not game.over_by_passes and game.move_number < cap:
+        last = players[game.to_play].choose(game.board, game.to_play, last)
+        game.play(last)
+    return game
+
+
+def is_true_eye(board: Board, color: int, p: int) -> bool:
+    """Textbook definition, written independently of the code under test."""
+    size = board.size
+    row, col = divmod(p, size)
+    if board[p] != 0 or any(board[q] != color for q in board.neighbours(p)):
+        return False
+    diagonals = [
+        (row + dr) * size + col + dc
+        for dr in (-1, 1)
+        for dc in (-1, 1)
+        if 0 <= row + dr < size and 0 <= col + dc < size
+    ]
+    enemy = sum(board[q] == 3 - color for q in diagonals)
+    return enemy == 0 if len(diagonals) < 4 else enemy < 2
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_captures_the_bigger_group(level: int, seed: int) -> None:
+    board = board_from(
+        ". . . . . . . . .",
+        ". . X . . . . . .",
+        ". X O X . . . . .",
+        ". . . . . . . . .",
+        ". . . . . . . . .",
+        ". . . . . . . . .",
+        ". . . . . . . . .",
+        ". . X X X . . . .",
+        ". X O O O . . . .",
+    )
+    assert board.liberties_at(point(2, 2)) == 1 and board.liberties_at(point(8, 2)) == 1
+    assert HeuristicAI(seed, level).choose(board, BLACK) == point(8, 5)
+
+
+# Black C5 is in atari; C4 would give it three liberties.
+ATARI_WITH_ROOM = (
+    ". . . . . . . . .",
+    ". . . . . . . . .",
+    ". . . . . . . . .",
+    ". . . . O . . . .",
+    ". . . O X O . . .",
+    ". . . . . . . . .",
+    ". . . . . . . . .",
+    ". . . . . . . . .",
+    ". . . . . . . . .",
+)
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_escapes_atari_when_extending_gains_liberties(level: int, seed: int) -> None:
+    board = board_from(*ATARI_WITH_ROOM)
+    assert board.liberties_at(point(4, 4)) == 1
+    assert HeuristicAI(seed, level).choose(board, BLACK, last_move=point(4, 5)) == point(5, 4)
+
+
+@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_does_not_extend_into_self_atari(level: int, seed: int) -> None:
+    board = board_from(
+        ". . . . . . . . .",
+        ". . . . . . . . .",
+        ". . . . . . . . .",
+        ". . . . O . . . .",
+        ". . . O X O . . .",
+        ". . . O . O . . .",
+        ". . . . . . . . .",
+        ". . . . . . . . .",
+        ". . . . . . . . .",
+    )
+    assert board.check(BLACK, point(5, 4)).liberties == 1
+    assert HeuristicAI(seed, level).choose(board, BLACK) != point(5, 4)
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("colour", [BLACK, WHITE])
+def test_fills_the_dame_then_passes_without_filling_eyes(level: int, colour: int) -> None:
+    for seed in SEEDS:
+        board = board_from(*TWO_EYES_AND_A_DAME)
+        ai = HeuristicAI(seed, level)
+        assert ai.choose(board, colour) == DAME
+        board.play(colour, DAME)
+        assert ai.choose(board, BLACK) == PASS
+        assert ai.choose(board, WHITE) == PASS
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_removes_a_dead_stone_from_its_area_before_passing(level: int) -> None:
+    rows = list(TWO_EYES_AND_A_DAME)
+    rows[0] = ". . O . X O . O ."
+    rows[8] = "X X X X X O O O O"
+    for seed in SEEDS:
+        board = board_from(*rows)
+        ai = HeuristicAI(seed, level)
+        for _ in range(10):
+            move = ai.choose(board, BLACK)
+            if move == PASS:
+                break
+            board.play(BLACK, move)
+        assert move == PASS
+        score = tromp_taylor(board, 7.5)
+        # Columns A-E (45 points) are Black's, F-J (36) White's.
+        assert (score.black, score.white) == (45, 36), f"seed {seed}:\n{board}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_opens_on_the_four_corners(seed: int) -> None:
+    board = Board(19)
+    ai = HeuristicAI(seed)
+    corners = set()
+    for colour in (BLACK, WHITE, BLACK, WHITE):
+        move = ai.choose(board, colour)
+        row, col = divmod(move, 19)
+        lines = sorted((min(row, 18 - row), min(col, 18 - col)))
+        assert lines in ([2, 2], [2, 3], [3, 3]), f"{len(corners)} corners taken, then {(row, col)}"
+        corners.add((row < 9, col < 9))
+        board.play(colour, move)
+    assert len(corners) == 4
+
+
+def test_level_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="level 3"):
+        HeuristicAI(level=3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.sampled_from([5, 9, 13, 19]),
+    plies=st.integers(0, 400),
+    level=st.sampled_from([0, 1, 2]),
+)
+def test_always_answers_legal_and_never_fills_a_true_eye(
+    seed: int, size: int, plies: int, level: int
+) -> None:
+    """Positions from random play, which leaves every kind of mess on the board."""
+    game = Game(size)
+    mover = RandomPlayer(seed)
+    for _ in range(plies):
+        if game.over_by_passes:
+            break
+        game.play(mover.choose(game.board, game.to_play))
+    board = game.board
+    colour = game.to_play
+    last = game.moves[-1].point if game.moves else None
+    before = list(board.stones)
+    move = HeuristicAI(seed, level).choose(board, colour, last)
+    assert board.stones == before
+    if move == PASS:
+        return
+    result = board.check(colour, move)  # raises IllegalMove if illegal
+    assert not is_true_eye(board, colour, move)
+    if level >= 1:
+        assert result.liberties > 1 or result.captured
+
+
+def test_wins_against_the_random_mover() -> None:
+    wins = 0
+    for i in range(10):
+        ai, rnd = HeuristicAI(i), RandomPlayer(100 + i)
+        if i % 2 == 0:
+            wins += play_out(ai, rnd, 9).score().winner == BLACK
+        else:
+            wins += play_out(rnd, ai, 9).score().winner == WHITE
+    assert wins >= 9
+
+
+def test_level_two_beats_level_one() -> None:
+    wins = 0
+    for i in range(6):
+        strong, weak = HeuristicAI(i, 2), HeuristicAI(50 + i, 1)
+        if i % 2 == 0:
+            wins += play_out(strong, weak, 9).score().winner == BLACK
+        else:
+            wins += play_out(weak, strong, 9).score().winner == WHITE
+    assert wins >= 5
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_games_against_itself_end_by_two_passes_on_19x19(level: int) -> None:
+    game = play_out(HeuristicAI(1, level), HeuristicAI(2, level), 19)
+    assert game.over_by_passes
+    assert game.move_number < 722 * 2 // 3
+
+
+def test_a_seed_fixes_the_game_and_seeds_vary_it() -> None:
+    first = play_out(HeuristicAI(7), HeuristicAI(8), 9).moves
+    again = play_out(HeuristicAI(7), HeuristicAI(8), 9).moves
+    other = play_out(HeuristicAI(9), HeuristicAI(10), 9).moves
+    assert first == again
+    assert first != other
+
+
+async def test_players_answer_what_the_ai_would_for_the_side_to_move() -> None:
+    """The async adapters pass board, colour and last move through unchanged:
+    replaying the game with fresh AIs of the same seeds picks the same moves."""
+    black, white = HeuristicPlayer("h", seed=3, level=1), RandomMover("r", seed=4)
+    game = Game(9)
+    players = {BLACK: black, WHITE: white}
+    while not game.over_by_passes:
+        game.play(await players[game.to_play].genmove(game))
+    await black.aclose()
+    await white.aclose()
+
+    replay = Game(9)
+    ais = {BLACK: HeuristicAI(3, 1), WHITE: RandomPlayer(4)}
+    last = None
+    for move in game.moves:
+        last = ais[move.color].choose(replay.board, replay.to_play, last)
+        assert Move(replay.to_play, last) == move
+        replay.play(last)
+
