@@ -1,0 +1,51 @@
+"""`go19 report RUN_DIR... [--out DIR] [--anchor PLAYER=ELO]`."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from orchestrator.report.build import ReportError, default_out, write_report
+
+
+def parse_anchor(text: str) -> tuple[str, float]:
+    name, sep, value = text.rpartition("=")
+    try:
+        elo = float(value)
+    except ValueError:
+        elo = math.nan
+    if not sep or not name or not math.isfinite(elo):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected PLAYER=ELO, e.g. gnugo-l0=0")
+    return name, elo
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write report.md, report.json and report.html from recorded runs",
+        description="Rebuild a report from run folders (SGFs + games.jsonl): results, Elo "
+        "with intervals, LOS, SPRT, ratings, game lengths, terminations, fallback rates and "
+        "latency. Several folders are combined; folders that are not runs are skipped.",
+    )
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    parser.add_argument("--out", type=Path, help="output folder (default reports/<run> for "
+                        "one run, reports/combined-<UTC time> for several)")
+    parser.add_argument("--anchor", type=parse_anchor, action="append", default=[],
+                        metavar="PLAYER=ELO", help="fix a player's rating (repeatable; "
+                        "default: the first player by name at 0)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = args.out or default_out(args.run_dirs)
+    try:
+        write_report(args.run_dirs, out, console=True, anchor=dict(args.anchor) or None)
+    except ReportError as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"report: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,84 @@
+"""Build a report from run folders and write ``report.{md,json,html}``.
+
+    from orchestrator.report.build import write_report
+    report = write_report([run_dir], out_dir, console=True)   # the dict in report.json
+
+Warnings (a journal line that does not parse, a missing SGF, a folder that is not a
+run) are printed to stderr as they are found, one line each, and listed in the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from orchestrator.report import html, markdown
+from orchestrator.report.console import print_summary
+from orchestrator.report.load import load_runs
+from orchestrator.report.stats import compute
+
+
+class ReportError(ValueError):
+    """No report can be built (no run folder, an anchor that played no game); one line."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def default_out(run_dirs: Sequence[Path], reports: Path = Path("reports")) -> Path:
+    """``reports/<run>`` for one run, ``reports/combined-<UTC stamp>`` for several."""
+    if len(run_dirs) == 1:
+        return reports / Path(run_dirs[0]).resolve().name
+    return reports / f"combined-{_utc_now():%Y%m%d-%H%M%S}"
+
+
+def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = None) -> dict:
+    """The report dict (what ``report.json`` holds) for these run folders."""
+    warnings: list[str] = []
+
+    def warn(line: str) -> None:
+        warnings.append(line)
+        print(f"report: warning: {line}", file=sys.stderr)
+
+    runs = load_runs([Path(p) for p in run_dirs], warn)
+    if not runs:
+        raise ReportError("no go19 run folders given (a run folder holds run.json or "
+                          "games.jsonl)")
+    report = compute(runs, anchor, warn)
+    ratings = report["ratings"]
+    if anchor and ratings and "error" in ratings:
+        raise ReportError(f"--anchor: {ratings['error']}")
+    if anchor and not ratings:
+        raise ReportError("--anchor given, but fewer than two players have rated games")
+    return {"generated": f"{_utc_now():%Y-%m-%dT%H:%M:%SZ}", **report, "warnings": warnings}
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_report(
+    run_dirs: Sequence[Path],
+    out_dir: Path,
+    console: bool = False,
+    anchor: Mapping[str, float] | None = None,
+) -> dict:
+    """Write ``report.md``, ``report.json`` and ``report.html`` into ``out_dir`` and
+    return the dict written to ``report.json``. ``console=True`` also prints a short
+    summary to the terminal. Raises :class:`ReportError` (one line) and OSError."""
+    report = build_report(run_dirs, anchor)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write(out_dir / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
+    _write(out_dir / "report.md", markdown.render(report))
+    _write(out_dir / "report.html", html.render(report))
+    if console:
+        print_summary(report, out_dir)
+    return report

@@ -1,0 +1,190 @@
+"""The report's tables and key lines as plain strings, shared by the Markdown and
+HTML writers so both say exactly the same thing. Input is the dict of
+:func:`orchestrator.report.stats.compute` (or ``report.json`` read back)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def show_ratings(report: dict) -> bool:
+    """The ratings table is for several players or several runs; two players in one
+    run get the head-to-head section instead."""
+    ratings = report.get("ratings")
+    return bool(ratings) and (len(report["players"]) > 2 or len(report["runs"]) > 1)
+
+
+def elo(value: float | str | None, digits: int = 1) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return "+∞" if value.startswith("+") else "−∞"
+    return f"{value:+.{digits}f}"
+
+
+def plus_minus(value: float | str | None, error: float | str | None) -> str:
+    if error is None or isinstance(error, str):
+        return f"{elo(value)} (no interval)" if value is not None else "n/a"
+    return f"{elo(value)} ± {error:.1f}"
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{100 * value:.{digits}f} %"
+
+
+def ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+def wld(results: dict) -> str:
+    text = f"{results['wins']}–{results['losses']}"
+    return text + (f"–{results['draws']}" if results["draws"] else "")
+
+
+def title(report: dict) -> str:
+    runs = report["runs"]
+    if len(runs) == 1:
+        return f"go19 report: {runs[0]['run_id']}"
+    return f"go19 report: {len(runs)} runs combined"
+
+
+def runs_table(report: dict) -> Table:
+    rows = []
+    for run in report["runs"]:
+        pairing = run["pairing"] or {}
+        rows.append((
+            run["run_id"], f"{pairing.get('black', '?')} vs {pairing.get('white', '?')}",
+            str(run["size"] or "?"), str(run["komi"] if run["komi"] is not None else "?"),
+            str(run["finished"]), str(run["void"]),
+            str(run["games_target"] if run["games_target"] is not None else "?"),
+            run["started"] or "?",
+        ))
+    return Table(("run", "pairing", "size", "komi", "finished", "void", "target", "started"),
+                 tuple(rows))
+
+
+def totals_table(report: dict) -> Table:
+    t = report["totals"]
+    rows = [
+        ("games recorded", str(t["games"])),
+        ("finished (not void)", str(t["finished"])),
+        ("void (too many fallbacks)", str(t["void"])),
+        ("rated (a result, two players)", str(t["rated"])),
+        ("draws (jigo)", str(t["draws"])),
+        ("finished without a result", str(t["no_result"])),
+        ("self-play", str(t["self_play"])),
+        ("moves played", str(t["moves"])),
+    ]
+    return Table(("", "count"), tuple(rows))
+
+
+def termination_table(report: dict) -> Table:
+    total = sum(report["termination"].values()) or 1
+    rows = tuple((reason, str(n), pct(n / total))
+                 for reason, n in report["termination"].items())
+    return Table(("ended by", "games", "share"), rows)
+
+
+def head_to_head_lines(section: dict) -> list[tuple[str, str]]:
+    est, per_game = section["estimate"], section["estimate_games"]
+    kind = section["counts"]
+    lines = [
+        ("games", f"{section['games']} ({wld(section['results'])} W–L"
+                  f"{'–D' if section['results']['draws'] else ''} for {section['player']})"),
+        ("score", pct(est["score"])),
+        ("Elo (95 %)", plus_minus(est["elo"], est["error"])),
+        ("LOS", pct(est["los"])),
+        ("nElo", plus_minus(est["nelo"], est["nelo_error"])),
+        ("counted as", f"{est['samples']} {kind[:-1] if est['samples'] == 1 else kind}"),
+    ]
+    if section["pentanomial"] is not None:
+        lines.append(("pentanomial (0, ½, 1, 1½, 2 points)",
+                      " ".join(str(c) for c in section["pentanomial"])))
+        lines.append(("Elo per game, unpaired",
+                      f"{plus_minus(per_game['elo'], per_game['error'])}, "
+                      f"LOS {pct(per_game['los'])}"))
+    for s in section["sprt"]:
+        lines.append((
+            f"SPRT [{s['elo0']:g}, {s['elo1']:g}] ({s['run']})",
+            f"{s['status']}: LLR {s['llr']:+.2f} in ({s['lower']:+.2f}, {s['upper']:+.2f}), "
+            f"α={s['alpha']:g} β={s['beta']:g}, {s['model']}, {s['samples']} {s['counts']}",
+        ))
+    return lines
+
+
+def ratings_table(report: dict) -> Table:
+    rows = []
+    for rank, row in enumerate(report["ratings"]["rows"], 1):
+        rows.append((
+            str(rank), row["player"], elo(row["elo"]), f"{row['stderr']:.1f}",
+            str(row["games"]), f"{row['wins']}–{row['losses']}–{row['draws']}",
+            pct(row["los_next"]) if row["los_next"] is not None else "",
+        ))
+    return Table(("#", "player", "Elo", "± (1σ)", "games", "W–L–D", "LOS over next"),
+                 tuple(rows))
+
+
+def ratings_note(report: dict) -> str:
+    r = report["ratings"]
+    anchor = ", ".join(f"{k} = {v:g}" for k, v in r["anchor"].items())
+    text = f"Anchor: {anchor}" + (" (default: first player by name)" if r["anchor_default"]
+                                  else "") + "."
+    if r.get("black_advantage") is not None:
+        text += (f" Black's advantage: {elo(r['black_advantage'])} ± "
+                 f"{r['black_advantage_stderr']:.1f} Elo (1σ).")
+    return f"{r['method']}. {text}"
+
+
+def colour_table(report: dict) -> Table:
+    rows = []
+    for name, p in report["players"].items():
+        rows.append((name, wld(p["results"]), wld(p["as_black"]), wld(p["as_white"]),
+                     pct(_score(p["as_black"])), pct(_score(p["as_white"]))))
+    return Table(("player", "W–L overall", "as Black", "as White", "score as Black",
+                  "score as White"), tuple(rows))
+
+
+def _score(results: dict) -> float | None:
+    games = results["games"]
+    return (results["wins"] + 0.5 * results["draws"]) / games if games else None
+
+
+def lengths_line(report: dict) -> str:
+    lengths = report["lengths"]
+    if not lengths["games"]:
+        return "No finished games."
+    return (f"{lengths['games']} finished games: {lengths['min']} to {lengths['max']} moves, "
+            f"mean {lengths['mean']:.1f}, median {lengths['median']:g}.")
+
+
+def fallback_table(report: dict) -> Table:
+    rows = []
+    for name, p in report["players"].items():
+        asked = str(p["moves_asked"])
+        if p["moves_asked_estimated_games"]:
+            asked += f" (≈, {p['moves_asked_estimated_games']} games without SGF)"
+        reasons = ", ".join(
+            f"{r} {c} ({pct(p['fallback_rate_by_reason'][r], 2)})"
+            for r, c in p["fallbacks"].items() if c
+        )
+        rows.append((name, asked, f"{p['fallback_total']} ({pct(p['fallback_rate'], 2)})",
+                     f"{p['illegal']} ({pct(p['illegal_rate'], 2)})", reasons or "none"))
+    return Table(("player", "moves asked", "fallbacks", "illegal replies", "by reason"),
+                 tuple(rows))
+
+
+def latency_table(report: dict) -> Table:
+    rows = []
+    for name, p in report["players"].items():
+        lat = p["latency_ms"]
+        endpoint = ", ".join(p["endpoints"]) or p["kind"] or "?"
+        rows.append((name, endpoint, str(lat["n"]), ms(lat["p50"]), ms(lat["p95"]),
+                     ms(lat["p99"]), ms(lat["max"])))
+    return Table(("player", "endpoint", "replies", "p50 ms", "p95 ms", "p99 ms", "max ms"),
+                 tuple(rows))
