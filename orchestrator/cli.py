@@ -18,6 +18,7 @@ COMMANDS: tuple[str, ...] = (
     "replay",
     "serve",
     "ping",
+    "report",
 )
 
 
