@@ -1,0 +1,224 @@
+"""Any GTP engine (GNU Go, KataGo's GTP mode, ...) as a player, run as a child
+process with ``trio.lowlevel.open_process``.
+
+The engine keeps its own board, so the player remembers what it has told it:
+the game, the setup stones, and every move the engine's board holds (including
+the engine's own answers). Each ``genmove`` sends only what is new; a different
+game, or one that no longer starts with what was sent (fewer moves, or the
+referee played a fallback instead of the engine's answer), gets
+``boardsize``/``komi``/``clear_board`` and a full replay.
+
+Commands carry no ids; a reply is ``= text`` or ``? message`` ended by an empty
+line. One request at a time: a request that is cancelled (the referee's
+deadline) leaves a reply in flight that must never be read as the answer to
+the next one, so the engine is killed and started afresh on next use, as it is
+after any other broken exchange. The engine's stderr goes to ``stderr_log``
+(appended) or nowhere, never to our own output.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+from typing import BinaryIO
+
+import trio
+
+from orchestrator.coords import CoordinateError, from_gtp, to_gtp
+from orchestrator.players.base import RESIGN, EngineDied, ErrorReply, ProtocolViolation
+from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.rules.game import Game, Move
+
+COLOR_WORDS = {BLACK: "black", WHITE: "white"}
+# A reply longer than this is not a GTP engine talking.
+MAX_REPLY_BYTES = 1 << 20
+# How long `quit` may take before the engine is killed, in seconds.
+QUIT_GRACE = 2.0
+# How long to wait for an exit status once the engine's output has ended.
+EXIT_GRACE = 1.0
+
+
+class GtpPlayer:
+    def __init__(
+        self, name: str, command: list[str] | str, stderr_log: Path | None = None
+    ) -> None:
+        self.name = name
+        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not self.argv:
+            raise ValueError(f"GTP player {name!r}: empty engine command")
+        self.stderr_log = stderr_log
+        self._process: trio.Process | None = None
+        self._buffer = bytearray()
+        # True only while a live engine has no exchange half done.
+        self._clean = False
+        # What the engine's board holds; _game is None until a replay completes.
+        self._game: Game | None = None
+        self._sent_setup: list[Move] = []
+        self._sent: list[Move] = []
+
+    async def genmove(self, game: Game) -> int:
+        await self._ensure_engine()
+        await self._sync(game)
+        color = game.to_play
+        command = f"genmove {COLOR_WORDS[color]}"
+        answer = (await self._command(command)).strip()
+        if answer.lower() == "resign":
+            return RESIGN
+        try:
+            point = from_gtp(answer, game.size)
+        except CoordinateError as exc:
+            self._game = None  # the engine's board holds who knows what: replay next time
+            raise ProtocolViolation(
+                f"GTP engine {self.name!r} answered {answer!r} to {command!r}: {exc}"
+            ) from None
+        self._sent.append(Move(color, point))
+        return point
+
+    async def aclose(self) -> None:
+        """Ask the engine to quit, then kill it if it has not exited in time."""
+        process, clean = self._process, self._clean
+        self._forget()
+        if process is None:
+            return
+        with trio.CancelScope(shield=True):
+            if clean:
+                with trio.move_on_after(QUIT_GRACE):
+                    try:
+                        await process.stdin.send_all(b"quit\n")
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
+                    await process.wait()
+            await _reap(process)
+
+    # -- keeping the engine's board in step ---------------------------------
+
+    async def _sync(self, game: Game) -> None:
+        sent = len(self._sent)
+        if (
+            game is not self._game
+            or game.setup_stones != self._sent_setup
+            or game.moves[:sent] != self._sent
+        ):
+            self._game = None
+            self._sent = []
+            await self._command(f"boardsize {game.size}")
+            await self._command(f"komi {game.komi:g}")
+            await self._command("clear_board")
+            for stone in game.setup_stones:
+                await self._play(stone, game.size)
+            self._sent_setup = list(game.setup_stones)
+            self._game = game
+        for move in game.moves[len(self._sent):]:
+            await self._play(move, game.size)
+            self._sent.append(move)
+
+    async def _play(self, move: Move, size: int) -> None:
+        await self._command(f"play {COLOR_WORDS[move.color]} {to_gtp(move.point, size)}")
+
+    # -- the process and the wire --------------------------------------------
+
+    async def _ensure_engine(self) -> None:
+        if self._process is not None and not self._clean:
+            process = self._process
+            self._forget()
+            with trio.CancelScope(shield=True):
+                await _reap(process)
+        if self._process is None:
+            await self._spawn()
+
+    async def _spawn(self) -> None:
+        log: BinaryIO | None = None
+        try:
+            if self.stderr_log is not None:
+                # The child gets its own copy of the descriptor; ours closes below.
+                log = open(self.stderr_log, "ab")
+            self._process = await trio.lowlevel.open_process(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log if log is not None else subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            raise EngineDied(
+                f"GTP engine {self.name!r}: cannot start {shlex.join(self.argv)}: {exc}"
+            ) from None
+        finally:
+            if log is not None:
+                log.close()
+        self._buffer.clear()
+        self._clean = True
+
+    def _forget(self) -> None:
+        """Drop the process and everything its board held."""
+        self._process = None
+        self._clean = False
+        self._game = None
+        self._sent = []
+        self._sent_setup = []
+
+    async def _command(self, command: str) -> str:
+        """Send one command and return the text of its ``=`` reply."""
+        process = self._process
+        assert process is not None and self._clean, "one GTP request at a time"
+        self._clean = False
+        try:
+            await process.stdin.send_all(command.encode() + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise await self._died(process, command) from None
+        reply = await self._read_reply(process, command)
+        self._clean = True
+        if reply.startswith("="):
+            return reply[1:].lstrip("0123456789").strip()
+        if reply.startswith("?"):
+            message = reply[1:].lstrip("0123456789").strip()
+            raise ErrorReply(f"GTP engine {self.name!r} refused {command!r}: {message}")
+        self._clean = False  # whatever it is saying, we are no longer in step
+        raise ProtocolViolation(
+            f"GTP engine {self.name!r} answered {reply[:80]!r} to {command!r}, "
+            "not a GTP reply"
+        )
+
+    async def _read_reply(self, process: trio.Process, command: str) -> str:
+        buffer = self._buffer
+        while True:
+            # Blank lines between replies carry nothing.
+            while buffer[:1] == b"\n":
+                del buffer[:1]
+            end = buffer.find(b"\n\n")
+            if end >= 0:
+                reply = bytes(buffer[:end])
+                del buffer[: end + 2]
+                return reply.decode("utf-8", "replace")
+            if len(buffer) > MAX_REPLY_BYTES:
+                raise ProtocolViolation(
+                    f"GTP engine {self.name!r} sent over {MAX_REPLY_BYTES} bytes "
+                    f"without ending its reply to {command!r}"
+                )
+            chunk = await process.stdout.receive_some(65536)
+            if not chunk:
+                raise await self._died(process, command)
+            buffer += chunk.replace(b"\r", b"")
+
+    async def _died(self, process: trio.Process, command: str) -> EngineDied:
+        with trio.move_on_after(EXIT_GRACE):
+            await process.wait()
+        status = (
+            f"exited with status {process.returncode}"
+            if process.returncode is not None
+            else "closed its output"
+        )
+        where = f"; its stderr is in {self.stderr_log}" if self.stderr_log is not None else ""
+        return EngineDied(
+            f"GTP engine {self.name!r} ({shlex.join(self.argv)}) {status} "
+            f"while answering {command!r}{where}"
+        )
+
+
+async def _reap(process: trio.Process) -> None:
+    """Kill (if still running), wait for, and close the pipes of an engine."""
+    if process.returncode is None:
+        process.kill()
+    await process.wait()
+    await process.stdin.aclose()
+    await process.stdout.aclose()
