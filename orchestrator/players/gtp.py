@@ -56,8 +56,14 @@ class GtpPlayer:
         self._game: Game | None = None
         self._sent_setup: list[Move] = []
         self._sent: list[Move] = []
+        # One exchange at a time, even if a caller shares the player between tasks.
+        self._lock = trio.Lock()
 
     async def genmove(self, game: Game) -> int:
+        async with self._lock:
+            return await self._genmove(game)
+
+    async def _genmove(self, game: Game) -> int:
         await self._ensure_engine()
         await self._sync(game)
         color = game.to_play
