@@ -1,0 +1,145 @@
+"""Turn the matchup's player specs into live players for one run: GO19
+endpoints (remote replicas, or servers embedded in this process on free
+loopback ports), pools of GTP engine processes, and the heuristic AI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from orchestrator.collect.matchup import (
+    Go19PlayerSpec,
+    GtpPlayerSpec,
+    HeuristicPlayerSpec,
+    Matchup,
+    RandomPlayerSpec,
+    parse_hostport,
+)
+from orchestrator.players.base import Player
+from orchestrator.players.go19 import Go19Endpoint, Go19Player
+from orchestrator.players.gtp import GtpPlayer
+from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.players.random_player import RandomMover
+from orchestrator.rules.game import Game
+from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
+
+
+@dataclass
+class PlayerHandle:
+    name: str
+    player: Player
+    meta: dict
+    endpoint: Go19Endpoint | None = None
+    is_down: Callable[[], bool] = field(default=lambda: False)
+
+    async def aclose(self) -> None:
+        await self.player.aclose()
+        if self.endpoint is not None:
+            await self.endpoint.aclose()
+
+    def describe(self) -> str:
+        return self.meta.get("endpoint") or self.meta.get("command") or self.meta["kind"]
+
+
+class GtpPool:
+    """Several engine processes behind one player name. GTP engines hold the
+    game state, so a request goes to the process that last played this game
+    when it is free (it then only needs the new moves), else to any free one
+    (which replays the game first)."""
+
+    def __init__(self, name: str, command: str, instances: int, log_dir: Path) -> None:
+        self.name = name
+        self._engines = [
+            GtpPlayer(f"{name}#{i}", command, stderr_log=log_dir / f"{name}-{i}.stderr.log")
+            for i in range(instances)
+        ]
+        self._free = list(self._engines)
+        self._last_game: dict[int, int] = {}  # id(engine) -> id(game)
+        self._limiter = trio.Semaphore(instances)
+
+    async def genmove(self, game: Game) -> int:
+        async with self._limiter:
+            engine = next(
+                (e for e in self._free if self._last_game.get(id(e)) == id(game)), self._free[-1]
+            )
+            self._free.remove(engine)
+            self._last_game[id(engine)] = id(game)
+            try:
+                return await engine.genmove(game)
+            finally:
+                self._free.append(engine)
+
+    async def aclose(self) -> None:
+        for engine in self._engines:
+            await engine.aclose()
+
+
+async def open_players(
+    matchup: Matchup, nursery: trio.Nursery, log_dir: Path
+) -> dict[str, PlayerHandle]:
+    """Start what the players need (embedded servers in ``nursery``) and return them."""
+    handles: dict[str, PlayerHandle] = {}
+    for name, spec in matchup.players.items():
+        if isinstance(spec, Go19PlayerSpec):
+            if spec.embedded is not None:
+                emb = spec.embedded
+                engine = (
+                    HeuristicEngine(seed=emb.seed, level=emb.level)
+                    if emb.engine == "heuristic"
+                    else RandomEngine(seed=emb.seed)
+                )
+                port = await nursery.start(
+                    lambda task_status, engine=engine, emb=emb, spec=spec: serve_go19(
+                        engine,
+                        "127.0.0.1",
+                        0,
+                        slots=spec.slots,
+                        delay_ms=emb.delay_ms,
+                        allowed_sizes=(matchup.game.size,),
+                        task_status=task_status,
+                    )
+                )
+                replicas = [("127.0.0.1", port)]
+            else:
+                replicas = [parse_hostport(r) for r in spec.replicas]
+            endpoint = Go19Endpoint(
+                replicas,
+                slots_per_replica=spec.slots,
+                connect_timeout=matchup.game.connect_timeout_s,
+                allowed_sizes=(matchup.game.size,),
+            )
+            meta = {
+                "kind": "go19",
+                "adapter": spec.adapter,
+                "model": spec.model,
+                "endpoint": ",".join(f"{h}:{p}" for h, p in replicas),
+                "embedded": spec.embedded.model_dump() if spec.embedded else None,
+            }
+            handles[name] = PlayerHandle(
+                name,
+                Go19Player(endpoint, name=name, image_px=spec.image_px),
+                meta,
+                endpoint=endpoint,
+                is_down=endpoint.is_down,
+            )
+        elif isinstance(spec, GtpPlayerSpec):
+            log_dir.mkdir(parents=True, exist_ok=True)
+            handles[name] = PlayerHandle(
+                name,
+                GtpPool(name, spec.command, spec.instances, log_dir),
+                {"kind": "gtp", "command": spec.command},
+            )
+        elif isinstance(spec, HeuristicPlayerSpec):
+            handles[name] = PlayerHandle(
+                name,
+                HeuristicPlayer(name, seed=spec.seed, level=spec.level),
+                {"kind": "heuristic", "level": spec.level, "seed": spec.seed},
+            )
+        elif isinstance(spec, RandomPlayerSpec):
+            handles[name] = PlayerHandle(
+                name, RandomMover(name, seed=spec.seed), {"kind": "random", "seed": spec.seed}
+            )
+    return handles

@@ -1,0 +1,230 @@
+"""Recordings, the single source of truth: one SGF per finished game plus one
+line in ``games.jsonl``, written so that a kill at any moment leaves only whole
+games, and repaired on resume.
+
+Order of writes for a game: the SGF (temp file, fsync, rename, fsync folder),
+then its journal line (append, fsync). The SGF carries the journal record in
+its root (``GOXIXREC``), so a journal line lost to a kill is rebuilt from the
+SGF on resume, and a line whose SGF is missing is dropped (that game is
+replayed). Nothing else is ever rewritten in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator import __version__
+from orchestrator.collect.referee import GameOutcome
+from orchestrator.collect.sgf_record import RECORD_PROP, recorded_game_sgf
+from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.sgf import SgfError, read_games
+
+JOURNAL = "games.jsonl"
+RUN_FILE = "run.json"
+VOID_DIR = "void"
+WINNER_NAMES = {BLACK: "black", WHITE: "white", 0: "draw", None: None}
+
+
+class RecordingError(OSError):
+    """The recordings folder cannot be written (disk full, permissions)."""
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def utc_stamp(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y%m%d-%H%M%S")
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def latency_summary(samples: list[float]) -> dict:
+    if not samples:
+        return {"n": 0, "p50": None, "p95": None, "max": None}
+    arr = np.asarray(samples)
+    return {
+        "n": len(samples),
+        "p50": round(float(np.percentile(arr, 50)), 2),
+        "p95": round(float(np.percentile(arr, 95)), 2),
+        "max": round(float(arr.max()), 2),
+    }
+
+
+def journal_record(outcome: GameOutcome, run_id: str, players_meta: dict[str, dict]) -> dict:
+    spec = outcome.spec
+    names = sorted({spec.black, spec.white})
+    sgf_name = f"baduk-{utc_stamp(outcome.finished)}-{outcome.number:05d}.sgf"
+    illegal = {
+        n: sum(c for r, c in outcome.fallbacks.get(n, {}).items() if r.startswith("illegal:"))
+        for n in names
+    }
+    opening = None
+    if spec.opening is not None:
+        opening = {
+            "id": spec.opening.id, "plies": len(spec.opening.moves), "pair": spec.opening.pair
+        }
+    return {
+        "run": run_id,
+        "game": outcome.number,
+        "slot": spec.slot,
+        "sgf": sgf_name,
+        "void": outcome.void,
+        "black": spec.black,
+        "white": spec.white,
+        "players": {n: players_meta.get(n, {}) for n in names},
+        "size": outcome.size,
+        "komi": outcome.komi,
+        "handicap": 0,
+        "result": outcome.result,
+        "winner": WINNER_NAMES[outcome.winner],
+        "reason": outcome.reason,
+        "score": outcome.score,
+        "moves": len(outcome.moves),
+        "opening": opening,
+        "fallbacks": {n: dict(outcome.fallbacks.get(n, {})) for n in names},
+        "illegal": illegal,
+        "latency_ms": {n: latency_summary(outcome.latencies_ms.get(n, [])) for n in names},
+        "started": iso(outcome.started),
+        "finished": iso(outcome.finished),
+    }
+
+
+@dataclass
+class ResumeReport:
+    records: list[dict] = field(default_factory=list)
+    rebuilt: list[str] = field(default_factory=list)  # SGFs whose journal line was rebuilt
+    dropped: list[str] = field(default_factory=list)  # journal lines without an SGF
+    quarantined: list[str] = field(default_factory=list)  # unreadable SGFs moved aside
+    temp_removed: int = 0
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.rebuilt or self.dropped or self.quarantined or self.temp_removed)
+
+    def lines(self) -> list[str]:
+        out = [f"journal line rebuilt from {name}" for name in self.rebuilt]
+        out += [f"journal line dropped, no SGF: {what}" for what in self.dropped]
+        out += [f"unreadable SGF moved to corrupt/: {name}" for name in self.quarantined]
+        if self.temp_removed:
+            out.append(f"removed {self.temp_removed} unfinished temporary file(s)")
+        return out
+
+
+class Recorder:
+    def __init__(self, run_dir: Path, run_id: str, players_meta: dict[str, dict]) -> None:
+        self.run_dir = run_dir
+        self.run_id = run_id
+        self.players_meta = players_meta
+        self.journal_path = run_dir / JOURNAL
+
+    def prepare(self) -> None:
+        (self.run_dir / VOID_DIR).mkdir(parents=True, exist_ok=True)
+
+    def write_run_file(self, info: dict) -> None:
+        atomic_write(self.run_dir / RUN_FILE, (json.dumps(info, indent=2) + "\n").encode())
+
+    def save(self, outcome: GameOutcome) -> dict:
+        """Write one finished game; returns its journal record. Raises RecordingError."""
+        record = journal_record(outcome, self.run_id, self.players_meta)
+        folder = self.run_dir / VOID_DIR if outcome.void else self.run_dir
+        sgf_bytes = recorded_game_sgf(outcome, record, __version__)
+        try:
+            atomic_write(folder / record["sgf"], sgf_bytes)
+            line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+            with open(self.journal_path, "ab") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise RecordingError(
+                f"cannot write recordings in {self.run_dir}: {exc.strerror or exc}"
+            ) from exc
+        return record
+
+    def resume(self) -> ResumeReport:
+        """Read back what a previous (possibly killed) run left and repair it."""
+        report = ResumeReport()
+        for tmp in [*self.run_dir.glob(".*.tmp"), *(self.run_dir / VOID_DIR).glob(".*.tmp")]:
+            tmp.unlink()
+            report.temp_removed += 1
+        on_disk: dict[str, Path] = {}
+        for folder in (self.run_dir, self.run_dir / VOID_DIR):
+            for path in sorted(folder.glob("baduk-*.sgf")):
+                on_disk[path.name] = path
+        by_sgf: dict[str, dict] = {}
+        rewrite = False
+        if self.journal_path.exists():
+            raw = self.journal_path.read_bytes()
+            for line in raw.split(b"\n"):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    name = record["sgf"]
+                except (ValueError, KeyError, TypeError):
+                    rewrite = True  # a line cut short by a kill; its SGF rebuilds it
+                    continue
+                if name not in on_disk:
+                    report.dropped.append(f"game {record.get('game')} ({name})")
+                    rewrite = True
+                elif name not in by_sgf:
+                    by_sgf[name] = record
+                else:
+                    rewrite = True  # a duplicate line: keep the first
+            if raw and not raw.endswith(b"\n"):
+                rewrite = True
+        for name, path in on_disk.items():
+            if name in by_sgf:
+                continue
+            record = self._record_from_sgf(path)
+            if record is None:
+                corrupt = self.run_dir / "corrupt"
+                corrupt.mkdir(exist_ok=True)
+                os.replace(path, corrupt / name)
+                report.quarantined.append(name)
+            else:
+                by_sgf[name] = record
+                report.rebuilt.append(name)
+            rewrite = True
+        report.records = sorted(by_sgf.values(), key=lambda r: r["game"])
+        if rewrite:
+            data = b"".join(
+                (json.dumps(r, separators=(",", ":")) + "\n").encode() for r in report.records
+            )
+            atomic_write(self.journal_path, data)
+        return report
+
+    @staticmethod
+    def _record_from_sgf(path: Path) -> dict | None:
+        try:
+            record = json.loads(read_games(path)[0].root_props[RECORD_PROP])
+        except (SgfError, KeyError, ValueError):
+            return None
+        return record if isinstance(record, dict) and record.get("sgf") == path.name else None

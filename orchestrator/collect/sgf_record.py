@@ -1,0 +1,65 @@
+"""A finished game as the SGF go19 records (docs/formats.md): standard FF[4]
+properties, go19's private root properties, the journal record itself in
+``GOXIXREC`` (so a lost journal line can be rebuilt from the SGF) and a mark on
+every move that was not the player's own policy."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from orchestrator.collect.referee import GameOutcome
+from orchestrator.sgf import (
+    BLACK_PLAYER_PROP,
+    END_PROP,
+    GAME_PROP,
+    RUN_PROP,
+    VOID_PROP,
+    WHITE_PLAYER_PROP,
+    SgfGame,
+    SgfMove,
+    write_sgf,
+)
+
+RECORD_PROP = "GOXIXREC"
+RULES = "Chinese"  # area scoring, suicide forbidden; the referee adds positional superko
+
+
+def _comment(source: str | None, name: str) -> str | None:
+    if source is None:
+        return None
+    if source == "opening":
+        return "opening move (not the player's own)"
+    reason = source.removeprefix("fallback:")
+    return f"fallback: {name} {reason}; the heuristic AI played this move"
+
+
+def recorded_game_sgf(outcome: GameOutcome, record: dict, version: str) -> bytes:
+    spec = outcome.spec
+    names = {1: spec.black, 2: spec.white}
+    moves = tuple(
+        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]))
+        for m in outcome.moves
+    )
+    extra = {
+        RUN_PROP: record["run"],
+        GAME_PROP: str(record["game"]),
+        END_PROP: record["reason"],
+        BLACK_PLAYER_PROP: json.dumps(record["players"][spec.black], separators=(",", ":")),
+        WHITE_PLAYER_PROP: json.dumps(record["players"][spec.white], separators=(",", ":")),
+        RECORD_PROP: json.dumps(record, separators=(",", ":")),
+    }
+    if outcome.void:
+        extra[VOID_PROP] = "1"
+    game = SgfGame(
+        size=outcome.size,
+        komi=outcome.komi,
+        rules=RULES,
+        result=outcome.result,
+        black_name=spec.black,
+        white_name=spec.white,
+        date=datetime.fromtimestamp(outcome.started, UTC).strftime("%Y-%m-%d"),
+        root_props={"AP": f"go19:{version}", "GN": f"{record['run']} #{record['game']}"},
+        moves=moves,
+    )
+    return write_sgf(game, extra)
