@@ -16,6 +16,7 @@ from orchestrator import __version__
 
 COMMANDS: tuple[str, ...] = (
     "replay",
+    "collect",
     "serve",
     "ping",
     "report",
