@@ -38,7 +38,7 @@ LAST_MOVE = (225, 35, 35)
 MIN_SIZE, MAX_SIZE = 2, len(GTP_COLUMNS)
 MAX_PX = 4096
 MIN_SPACING = 6
-_EMPTY, _BLACK, _WHITE = 0, 1, 2
+_EMPTY, _WHITE = 0, 2
 _VARIANTS = 5  # empty, black, white, black + last move, white + last move
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -244,7 +244,7 @@ def _board_size(board: np.ndarray) -> int:
     if not isinstance(board, np.ndarray) or board.ndim != 2 or board.shape[0] != board.shape[1]:
         shape = getattr(board, "shape", type(board).__name__)
         raise RenderError(f"board must be a square 2-D numpy array, got {shape}")
-    if board.dtype.kind not in "iub":
+    if board.dtype.kind not in "iu":
         raise RenderError(f"board must hold integers 0, 1, 2, got dtype {board.dtype}")
     bad = np.flatnonzero((board < _EMPTY) | (board > _WHITE))
     if len(bad):
@@ -263,7 +263,7 @@ def _variants(board: np.ndarray, last_move: int | None, size_px: int) -> np.ndar
     if last_move is not None and last_move != PASS:
         if not 0 <= last_move < size * size:
             raise RenderError(f"last_move {last_move} is off a {size}x{size} board")
-        # A last move whose stone is gone (captured by a later setup) has nothing to mark.
+        # A last move whose point is empty again (a suicide some rules allow) has no stone to mark.
         if variants.flat[last_move] != _EMPTY:
             variants.flat[last_move] += 2
     return variants
