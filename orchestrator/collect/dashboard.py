@@ -94,10 +94,10 @@ class Dashboard:
         bar = ProgressBar(total=max(state.target, 1), completed=state.done, width=40)
         line = Text.assemble(
             (f"{state.done}/{state.target} games", "bold"),
-            f"  void {state.void}  in flight {len(state.live)}  ",
-            f"{state.games_per_hour:.0f} games/h  ETA {_fmt_duration(state.eta_s)}",
+            f"  void {state.void}  in flight {len(state.live)}",
         )
-        rows = [Group(bar, line)]
+        speed = Text(f"{state.games_per_hour:.0f} games/h  ETA {_fmt_duration(state.eta_s)}")
+        rows = [Group(bar, line, speed)]
         if state.sprt_line:
             rows.append(Text(f"SPRT {state.sprt_line}"))
         if state.stop_reason:
@@ -107,7 +107,7 @@ class Dashboard:
     def _games(self, collector: Collector) -> Table:
         table = Table(title="games in flight", expand=True, title_justify="left")
         for column in ("game", "black", "white", "move", "to move", "estimate", "waiting on"):
-            table.add_column(column)
+            table.add_column(column, no_wrap=True)
         live_games = sorted(collector.state.live.values(), key=lambda g: g.number)
         for live in live_games[:VISIBLE_GAMES]:
             game = live.game
@@ -129,9 +129,9 @@ class Dashboard:
     def _endpoints(self, collector: Collector) -> Table:
         state = collector.state
         table = Table(title="players and endpoints", expand=True, title_justify="left")
-        for column in ("", "player", "endpoint", "p50 ms", "p95 ms", "in flight", "errors",
-                       "fallbacks", "reconnects", "status"):
-            table.add_column(column)
+        for column in ("", "player", "endpoint", "p50ms", "p95ms", "busy", "err", "fb",
+                       "reconn", "status"):
+            table.add_column(column, no_wrap=column in ("player", "endpoint", "status"))
         now = trio.current_time()
         for name, handle in sorted(collector.players.items()):
             samples = state.latency.get(name, ())
