@@ -13,11 +13,13 @@ from orchestrator.rules.board import (
     SuperkoError,
     opponent,
 )
+from orchestrator.rules.estimate import Estimate, estimate
 from orchestrator.rules.game import Game, Move
 from orchestrator.rules.scoring import AreaScore, result_string, tromp_taylor
+from orchestrator.rules.tactics import Tactics, classify
 
 __all__ = [
     "BLACK", "EMPTY", "WHITE", "Board", "IllegalMove", "MoveResult", "OccupiedError",
     "OffBoardError", "SuicideError", "SuperkoError", "opponent", "Game", "Move",
-    "AreaScore", "result_string", "tromp_taylor",
+    "AreaScore", "result_string", "tromp_taylor", "Estimate", "estimate", "Tactics", "classify",
 ]
