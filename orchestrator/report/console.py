@@ -22,7 +22,7 @@ def print_summary(report: dict, out_dir: Path, console: Console | None = None) -
     for s in report["head_to_head"]:
         est = s["estimate"]
         line = (f"{s['player']} vs {s['opponent']}: {t.wld(s['results'])}, "
-                f"Elo {t.plus_minus(est['elo'], est['error'])}, LOS {t.pct(est['los'])}")
+                f"Elo {t.elo_interval(est)}, LOS {t.pct(est['los'])}")
         for sprt in s["sprt"]:
             line += f", SPRT {sprt['status']} (LLR {sprt['llr']:+.2f})"
         console.print(line, highlight=False)

@@ -21,6 +21,7 @@ from orchestrator.sgf import SgfError, SgfMove, read_games
 RUN_FILE = "run.json"
 JOURNAL = "games.jsonl"
 VOID_DIR = "void"
+RECORD_PROP = "GOXIXREC"  # the SGF root's copy of its journal line (docs/formats.md)
 
 Warn = Callable[[str], None]
 
@@ -120,9 +121,20 @@ def _colour_moves(moves: Iterable[SgfMove]) -> dict[str, ColourMoves]:
     }
 
 
-def _read_sgf(run_dir: Path, line: JournalLine, where: str, warn: Warn) -> dict | None:
+def _find_sgf(run_dir: Path, line: JournalLine) -> Path | None:
     first, second = (run_dir / VOID_DIR, run_dir) if line.void else (run_dir, run_dir / VOID_DIR)
-    path = next((p / line.sgf for p in (first, second) if (p / line.sgf).is_file()), None)
+    return next((p / line.sgf for p in (first, second) if (p / line.sgf).is_file()), None)
+
+
+def _check_moves(path: Path, moves: tuple[SgfMove, ...], line: JournalLine, where: str,
+                 warn: Warn) -> dict[str, ColourMoves]:
+    if len(moves) != line.moves:
+        warn(f"{path}: {len(moves)} moves, but {where} says {line.moves}; the SGF counts")
+    return _colour_moves(moves)
+
+
+def _read_sgf(run_dir: Path, line: JournalLine, where: str, warn: Warn) -> dict | None:
+    path = _find_sgf(run_dir, line)
     if path is None:
         warn(f"{where}: game {line.game}: SGF {line.sgf} is missing; "
              "moves asked are estimated from the journal")
@@ -132,10 +144,27 @@ def _read_sgf(run_dir: Path, line: JournalLine, where: str, warn: Warn) -> dict 
     except SgfError as exc:
         warn(f"{exc}; moves asked for game {line.game} are estimated from the journal")
         return None
-    moves = games[0].moves
-    if len(moves) != line.moves:
-        warn(f"{path}: {len(moves)} moves, but {where} says {line.moves}; the SGF counts")
-    return _colour_moves(moves)
+    return _check_moves(path, games[0].moves, line, where, warn)
+
+
+def _rebuild(path: Path, warn: Warn) -> GameData | None:
+    """A game whose SGF is in place but whose journal line is not (a run killed between
+    the two writes): the line is the copy in the SGF's root."""
+    try:
+        game = read_games(path)[0]
+        line = JournalLine.model_validate_json(game.root_props[RECORD_PROP])
+    except SgfError as exc:
+        warn(f"{exc}; no {JOURNAL} line either, game left out")
+        return None
+    except KeyError:
+        warn(f"{path}: no {JOURNAL} line and no {RECORD_PROP} record; game left out")
+        return None
+    except ValidationError as exc:
+        warn(f"{path}: {RECORD_PROP}: {_first_error(exc)}; game left out")
+        return None
+    where = f"{path} ({RECORD_PROP})"
+    warn(f"{path}: no {JOURNAL} line; using the record in the SGF")
+    return GameData(line, where, _check_moves(path, game.moves, line, where, warn))
 
 
 def _read_run_file(run_dir: Path, warn: Warn) -> dict:
@@ -188,13 +217,17 @@ def load_run(run_dir: Path, warn: Warn) -> RunData:
         seen[line.game] = where
         listed.add(line.sgf)
         run.games.append(GameData(line, where, _read_sgf(run_dir, line, where, warn)))
-    unlisted = [
-        p.name for folder in (run_dir, run_dir / VOID_DIR) for p in sorted(folder.glob("*.sgf"))
-        if p.name not in listed
-    ]
-    if unlisted:
-        warn(f"{run_dir}: {len(unlisted)} SGF(s) without a {JOURNAL} line left out "
-             f"(e.g. {unlisted[0]}); `collect --resume` repairs the journal")
+    for folder in (run_dir, run_dir / VOID_DIR):
+        for path in sorted(folder.glob("*.sgf")):
+            if path.name in listed:
+                continue
+            game = _rebuild(path, warn)
+            if game is not None and game.line.game in seen:
+                warn(f"{path}: game {game.line.game} already on {seen[game.line.game]}; "
+                     "left out")
+            elif game is not None:
+                seen[game.line.game] = game.where
+                run.games.append(game)
     return run
 
 

@@ -24,7 +24,7 @@ def elo(value: float | str | None, digits: int = 1) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, str):
-        return "+∞" if value.startswith("+") else "−∞"
+        return "+∞" if value.startswith("+") else "-∞"
     return f"{value:+.{digits}f}"
 
 
@@ -32,6 +32,13 @@ def plus_minus(value: float | str | None, error: float | str | None) -> str:
     if error is None or isinstance(error, str):
         return f"{elo(value)} (no interval)" if value is not None else "n/a"
     return f"{elo(value)} ± {error:.1f}"
+
+
+def elo_interval(est: dict) -> str:
+    """``+147.2 ± 387.4``; with an open end (a few lopsided games) the bounds instead."""
+    if isinstance(est["error"], str) and est["elo_low"] is not None:
+        return f"{elo(est['elo'])} (95 %: {elo(est['elo_low'])} to {elo(est['elo_high'])})"
+    return plus_minus(est["elo"], est["error"])
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -98,7 +105,7 @@ def head_to_head_lines(section: dict) -> list[tuple[str, str]]:
         ("games", f"{section['games']} ({wld(section['results'])} W–L"
                   f"{'–D' if section['results']['draws'] else ''} for {section['player']})"),
         ("score", pct(est["score"])),
-        ("Elo (95 %)", plus_minus(est["elo"], est["error"])),
+        ("Elo (95 %)", elo_interval(est)),
         ("LOS", pct(est["los"])),
         ("nElo", plus_minus(est["nelo"], est["nelo_error"])),
         ("counted as", f"{est['samples']} {kind[:-1] if est['samples'] == 1 else kind}"),
@@ -107,7 +114,7 @@ def head_to_head_lines(section: dict) -> list[tuple[str, str]]:
         lines.append(("pentanomial (0, ½, 1, 1½, 2 points)",
                       " ".join(str(c) for c in section["pentanomial"])))
         lines.append(("Elo per game, unpaired",
-                      f"{plus_minus(per_game['elo'], per_game['error'])}, "
+                      f"{elo_interval(per_game)}, "
                       f"LOS {pct(per_game['los'])}"))
     for s in section["sprt"]:
         lines.append((
