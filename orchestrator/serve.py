@@ -179,7 +179,10 @@ class _Server:
             stats.bad_frames += 1
             self.log(f"{peer}: bad frame, closing: {exc}")
             with trio.move_on_after(self.frame_timeout):
-                await stream.send_all(codec.send(wire.ErrorReply(f"bad frame: {exc}")))
+                try:
+                    await stream.send_all(codec.send(wire.ErrorReply(f"bad frame: {exc}")))
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    pass  # the peer is already gone; it was told as much as it could hear
         except _Timeout as exc:
             stats.timeouts += 1
             self.log(f"{peer}: {exc}, closing")
@@ -198,16 +201,18 @@ class _Server:
         frame_started: float | None = None
         while (event := codec.next_event()) is wire.NEED_DATA:
             if frame_started is None:
-                deadline, what = waiting_since + self.idle_timeout, "idle"
+                limit, what = self.idle_timeout, "idle"
+                deadline = waiting_since + limit
             else:
-                deadline, what = frame_started + self.frame_timeout, "frame not finished"
+                limit, what = self.frame_timeout, "frame not finished"
+                deadline = frame_started + limit
             with trio.move_on_at(deadline):
                 data = await _receive(stream)
                 codec.receive_data(data)
                 if frame_started is None and data:
                     frame_started = trio.current_time()
                 continue
-            raise _Timeout(f"{what} after {deadline - (frame_started or waiting_since):g} s")
+            raise _Timeout(f"{what} after {limit:g} s")
         return event
 
     async def _answer(self, request: wire.Request, peer: str) -> wire.MoveReply | wire.ErrorReply:

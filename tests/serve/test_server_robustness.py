@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import struct
+
 import trio
 
 from orchestrator.serve import HeuristicEngine, ServerStats
@@ -128,3 +131,22 @@ async def test_client_leaving_mid_request_does_not_hurt_the_server(nursery) -> N
         await again.send_all(b"PING")
         assert await again.receive_some(4) == b"PONG"
     assert stats.requests == 1 and stats.connections == 2
+
+
+async def test_clients_resetting_mid_frame_do_not_hurt_the_server(nursery) -> None:
+    stats = ServerStats()
+    port = await start_server(nursery, RecordingEngine(), stats=stats)
+    for partial in (b"GO19\x00", REQUEST_HEAD + bytes(100), b"PI"):
+        sock = trio.socket.socket()
+        await sock.connect((LOCALHOST, port))
+        await sock.send(partial)
+        # Linger 0: close() sends RST, so the server's reads and its error frame both fail.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    while stats.connections < 3 or stats.open_connections:
+        await trio.sleep(0.01)
+    stream = await trio.open_tcp_stream(LOCALHOST, port)
+    async with stream:
+        await stream.send_all(b"PING")
+        assert await stream.receive_some(4) == b"PONG"
+    assert stats.requests == 0
