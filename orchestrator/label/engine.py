@@ -1,0 +1,494 @@
+"""A trio client for KataGo's analysis engine (JSON lines over the process's stdin/stdout).
+
+One process per :func:`open_katago`; the context manager owns its nursery, and in it one
+task reads stdout and routes each answer by ``id`` (and ``turnNumber``) to the query that
+waits for it, since KataGo answers out of order; another keeps the last lines of stderr for
+error messages. Queries take no timeout: wrap them in ``trio.fail_after``. A cancelled
+query asks KataGo to drop its remaining turns and ignores their late answers.
+
+Coordinates and perspective, as this module reports them:
+
+- moves go out as GTP vertices (``coords.to_gtp``) or ``"pass"``; moves that come back
+  (``MoveInfo.move``, ``pv``) are go19 points, ``PASS`` for a pass;
+- ``policy`` has ``size * size + 1`` values; index ``point`` is that point (row-major from
+  A19, row 0 at the top, exactly go19's point numbering) and the last value is the pass;
+  ``-1`` marks an illegal point; the legal values sum to 1;
+- ``ownership`` has ``size * size`` values, +1 Black's, -1 White's;
+- winrate and scoreLead are Black's (the config says ``reportAnalysisWinratesAs = BLACK``),
+  whoever is to move;
+- at ``maxVisits = 1`` KataGo evaluates the position only: ``move_infos`` is empty and
+  ``best_move`` is the policy's top point.
+
+Errors: a query KataGo rejects raises :class:`KataGoQueryError` in that query only, and
+the engine goes on; a warning KataGo attaches to a query lands in each of its responses'
+``warnings``. If the process exits (or says something that is not JSON, and is stopped)
+every outstanding and later query raises :class:`KataGoDied`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import trio
+
+from orchestrator.coords import PASS, from_gtp, to_gtp
+from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.rules.game import Move
+
+# go19's referee rules: area scoring, positional superko, no suicide, komi taken as given.
+# (KataGo's "tromp-taylor" shorthand would allow multi-stone suicide.)
+GO19_RULES: Mapping[str, Any] = {
+    "ko": "POSITIONAL",
+    "scoring": "AREA",
+    "tax": "NONE",
+    "suicide": False,
+    "hasButton": False,
+    "whiteHandicapBonus": "0",
+}
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one answer with policy and ownership is ~20 kB
+_STDERR_LINES = 20
+_COLOR_LETTERS = {BLACK: "B", WHITE: "W"}
+
+
+class KataGoError(Exception):
+    """Anything that went wrong talking to KataGo."""
+
+
+class KataGoDied(KataGoError):
+    """The engine is gone: the process exited, or was stopped after unreadable output."""
+
+
+class KataGoQueryError(KataGoError):
+    """KataGo rejected one query (``{"error": ..., "id": ...}``); the engine goes on."""
+
+    def __init__(self, message: str, field: str | None, query_id: str) -> None:
+        where = f" (field {field})" if field else ""
+        super().__init__(f"KataGo rejected query {query_id}{where}: {message}")
+        self.message = message
+        self.field = field
+        self.query_id = query_id
+
+
+@dataclass(frozen=True, slots=True)
+class MoveInfo:
+    move: int  # go19 point, PASS for a pass
+    order: int  # KataGo's ranking, 0 = best
+    visits: int
+    winrate: float  # Black's
+    score_lead: float  # Black's lead in points
+    prior: float
+    pv: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisResponse:
+    id: str
+    turn: int
+    size: int
+    move_infos: tuple[MoveInfo, ...]  # sorted by order: move_infos[0] is the best move
+    winrate: float | None  # root (the position itself), Black's
+    score_lead: float | None
+    visits: int
+    policy: np.ndarray | None  # size*size+1 floats, index = go19 point, last = pass, -1 illegal
+    ownership: np.ndarray | None  # size*size floats in [-1, 1], +1 = Black's
+    warnings: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)  # less policy/ownership
+
+    @property
+    def best_move(self) -> int:
+        """KataGo's choice: ``moveInfos`` order 0 or, at one visit (KataGo then searches no
+        move and reports none), the raw policy's top point."""
+        if self.move_infos:
+            return self.move_infos[0].move
+        if self.policy is None:
+            raise ValueError(f"query {self.id} turn {self.turn}: no moves and no policy")
+        index = int(np.argmax(self.policy))
+        return PASS if index == self.size * self.size else index
+
+    def policy_of(self, point: int) -> float:
+        """The raw policy of a point (or PASS); -1 for an illegal point."""
+        if self.policy is None:
+            raise ValueError(f"query {self.id} was sent without includePolicy")
+        return float(self.policy[self.size * self.size if point == PASS else point])
+
+
+def _parse_move_info(info: Mapping[str, Any], size: int) -> MoveInfo:
+    return MoveInfo(
+        move=from_gtp(info["move"], size),
+        order=int(info["order"]),
+        visits=int(info["visits"]),
+        winrate=float(info["winrate"]),
+        score_lead=float(info["scoreLead"]),
+        prior=float(info["prior"]),
+        pv=tuple(from_gtp(v, size) for v in info.get("pv", ())),
+    )
+
+
+def parse_response(
+    msg: Mapping[str, Any], size: int, warnings: Sequence[str] = ()
+) -> AnalysisResponse:
+    """One analysis answer, with KataGo's GTP vertices turned into go19 points."""
+    root = msg.get("rootInfo", {})
+    infos = sorted((_parse_move_info(i, size) for i in msg.get("moveInfos", ())),
+                   key=lambda m: m.order)
+    policy = msg.get("policy")
+    ownership = msg.get("ownership")
+    return AnalysisResponse(
+        id=str(msg["id"]),
+        turn=int(msg["turnNumber"]),
+        size=size,
+        move_infos=tuple(infos),
+        winrate=float(root["winrate"]) if "winrate" in root else None,
+        score_lead=float(root["scoreLead"]) if "scoreLead" in root else None,
+        visits=int(root.get("visits", 0)),
+        policy=None if policy is None else np.asarray(policy, dtype=np.float64),
+        ownership=None if ownership is None else np.asarray(ownership, dtype=np.float64),
+        warnings=tuple(warnings),
+        raw={k: v for k, v in msg.items() if k not in ("policy", "ownership")},
+    )
+
+
+def _letter(color: int) -> str:
+    if color not in _COLOR_LETTERS:
+        raise ValueError(f"color {color!r} is neither BLACK ({BLACK}) nor WHITE ({WHITE})")
+    return _COLOR_LETTERS[color]
+
+
+def _stones(moves: Sequence[Move], size: int) -> list[list[str]]:
+    return [[_letter(m.color), to_gtp(m.point, size)] for m in moves]
+
+
+def game_query(
+    moves: Sequence[Move],
+    *,
+    komi: float,
+    size: int = 19,
+    initial_stones: Sequence[Move] = (),
+    initial_player: int | None = None,
+    rules: str | Mapping[str, Any] = GO19_RULES,
+    analyze_turns: Sequence[int] | None = None,
+    max_visits: int = 1,
+    include_policy: bool = True,
+    include_ownership: bool = False,
+    priority: int = 0,
+) -> dict[str, Any]:
+    """The analysis query (without ``id``) for a game; ``analyze_turns=None`` means every
+    turn, 0 (before the first move) to ``len(moves)`` (after the last)."""
+    turns = range(len(moves) + 1) if analyze_turns is None else analyze_turns
+    query: dict[str, Any] = {
+        "moves": _stones(moves, size),
+        "initialStones": _stones(initial_stones, size),
+        "rules": rules if isinstance(rules, str) else dict(rules),
+        "komi": komi,
+        "boardXSize": size,
+        "boardYSize": size,
+        "analyzeTurns": list(turns),
+        "maxVisits": max_visits,
+        "includePolicy": include_policy,
+        "includeOwnership": include_ownership,
+        "priority": priority,
+    }
+    if initial_player is not None:
+        query["initialPlayer"] = _letter(initial_player)
+    return query
+
+
+@dataclass
+class _Pending:
+    send: trio.MemorySendChannel[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+
+class _LineReader:
+    """Lines from a byte stream, each capped so a runaway line cannot eat the memory."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
+        self._stream = stream
+        self._max = max_line
+        self._buf = bytearray()
+        self._scanned = 0
+
+    async def next_line(self) -> bytes | None:
+        """The next line without its newline; None at EOF (a last unterminated line too)."""
+        while True:
+            end = self._buf.find(b"\n", self._scanned)
+            if end > self._max or (end < 0 and len(self._buf) > self._max):
+                raise KataGoDied(f"KataGo sent a line longer than {self._max} bytes")
+            if end >= 0:
+                line = bytes(self._buf[:end])
+                del self._buf[: end + 1]
+                self._scanned = 0
+                return line
+            self._scanned = len(self._buf)
+            chunk = await self._stream.receive_some(65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+
+
+class KataGoEngine:
+    """A running analysis engine; get one from :func:`open_katago`."""
+
+    def __init__(self, process: trio.Process, nursery: trio.Nursery) -> None:
+        self._process = process
+        self._nursery = nursery
+        self._pending: dict[str, _Pending] = {}
+        self._next_id = 0
+        self._send_lock = trio.Lock()
+        self._death: KataGoDied | None = None
+        self._dead = trio.Event()
+        self._stderr_tail: deque[str] = deque(maxlen=_STDERR_LINES)
+        self._stderr_done = trio.Event()
+        self.version: str = ""
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    # -- public queries ------------------------------------------------------------
+
+    async def query_version(self) -> str:
+        reply = await self._action("query_version")
+        return str(reply["version"])
+
+    async def query_models(self) -> list[dict[str, Any]]:
+        reply = await self._action("query_models")
+        return list(reply["models"])
+
+    async def query(self, query: Mapping[str, Any]) -> AnalysisResponse:
+        """One position: a raw analysis query (any ``id`` in it is replaced) whose
+        ``analyzeTurns`` is absent or names one turn."""
+        turns = query.get("analyzeTurns")
+        if turns is not None and len(turns) != 1:
+            raise ValueError("query() analyses one turn; use analyze_game() for several")
+        size = query.get("boardXSize")
+        if not isinstance(size, int):
+            raise ValueError("an analysis query needs an integer boardXSize")
+        async with aclosing(self._submit(dict(query), 1)) as answers:
+            async for msg, warnings in answers:
+                return parse_response(msg, size, warnings)
+        raise AssertionError("unreachable: _submit yields once or raises")
+
+    async def analyze_game_stream(
+        self, moves: Sequence[Move], **options: Any
+    ) -> AsyncIterator[AnalysisResponse]:
+        """Each analysed turn as soon as KataGo answers it (in any order); options as in
+        :func:`game_query`. Consume it whole or under ``contextlib.aclosing``."""
+        query = game_query(moves, **options)
+        size = query["boardXSize"]
+        async with aclosing(self._submit(query, len(query["analyzeTurns"]))) as answers:
+            async for msg, warnings in answers:
+                yield parse_response(msg, size, warnings)
+
+    async def analyze_game(
+        self, moves: Sequence[Move], **options: Any
+    ) -> dict[int, AnalysisResponse]:
+        """Every analysed turn, keyed by turn number; options as in :func:`game_query`."""
+        results: dict[int, AnalysisResponse] = {}
+        async with aclosing(self.analyze_game_stream(moves, **options)) as stream:
+            async for response in stream:
+                results[response.turn] = response
+        return results
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    async def _action(self, action: str) -> dict[str, Any]:
+        async with aclosing(self._submit({"action": action}, 1)) as answers:
+            async for msg, _ in answers:
+                return msg
+        raise AssertionError("unreachable: _submit yields once or raises")
+
+    def _new_id(self) -> str:
+        self._next_id += 1
+        return f"go19-{self._next_id}"
+
+    async def _submit(
+        self, query: dict[str, Any], expected: int
+    ) -> AsyncIterator[tuple[dict[str, Any], tuple[str, ...]]]:
+        """Send one query and yield its ``expected`` final answers with their warnings."""
+        if self._death is not None:
+            raise self._death
+        query_id = self._new_id()
+        query["id"] = query_id
+        # Unbounded, yet bounded by the query itself: KataGo sends one final answer per turn.
+        send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
+        pending = _Pending(send)
+        self._pending[query_id] = pending
+        received = 0
+        try:
+            await self._send(query)
+            async with receive:
+                while received < expected:
+                    try:
+                        msg = await receive.receive()
+                    except trio.EndOfChannel:
+                        assert self._death is not None
+                        raise self._death from None
+                    if "error" in msg:
+                        raise KataGoQueryError(str(msg["error"]), msg.get("field"), query_id)
+                    received += 1
+                    yield msg, tuple(pending.warnings)
+        finally:
+            self._pending.pop(query_id, None)  # _die may have cleared it
+            if received < expected and self._death is None:
+                # The caller stopped early (cancelled, or broke out): stop KataGo's work
+                # from a task of our own, as the caller's scope may be cancelled.
+                self._start_soon(self._terminate, query_id)
+
+    def _start_soon(self, fn: Any, *args: Any) -> None:
+        try:
+            self._nursery.start_soon(fn, *args)
+        except RuntimeError:
+            pass  # the engine is shutting down; nothing left to stop
+
+    async def _terminate(self, query_id: str) -> None:
+        try:
+            await self._send({"id": self._new_id(), "action": "terminate",
+                              "terminateId": query_id})
+        except KataGoDied:
+            pass
+
+    async def _send(self, obj: Mapping[str, Any]) -> None:
+        line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        assert self._process.stdin is not None
+        async with self._send_lock:
+            try:
+                # Shielded: a write cut short would leave half a line and garble the next.
+                with trio.CancelScope(shield=True):
+                    await self._process.stdin.send_all(line)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                # The process is gone; the stdout reader is about to say how.
+                await self._dead.wait()
+                assert self._death is not None
+                raise self._death from None
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            raise KataGoDied(f"KataGo sent a line that is not JSON: {line[:200]!r}") from None
+        if not isinstance(msg, dict):
+            raise KataGoDied(f"KataGo sent JSON that is not an object: {line[:200]!r}")
+        query_id = msg.get("id")
+        if "error" in msg and query_id is None:
+            # We only send well-formed queries, so a general error means our bug.
+            raise KataGoDied(f"KataGo reported a general error: {msg['error']}")
+        pending = self._pending.get(query_id) if isinstance(query_id, str) else None
+        if pending is None:
+            return  # the answer to a query its caller gave up on, or to a terminate
+        if "warning" in msg:
+            field_name = msg.get("field")
+            where = f"{field_name}: " if field_name else ""
+            pending.warnings.append(f"{where}{msg['warning']}")
+        elif not msg.get("isDuringSearch", False):
+            pending.send.send_nowait(msg)
+
+    async def _read_stdout(self) -> None:
+        assert self._process.stdout is not None
+        reader = _LineReader(self._process.stdout, MAX_LINE_BYTES)
+        try:
+            while (line := await reader.next_line()) is not None:
+                if line.strip():
+                    self._dispatch(line)
+            status = await self._process.wait()
+            with trio.move_on_after(2):  # stderr ends with the process; don't hang if not
+                await self._stderr_done.wait()
+            self._die(KataGoDied(f"KataGo exited with status {status}{self._stderr_text()}"))
+        except KataGoDied as exc:
+            self._process.kill()
+            self._die(KataGoDied(f"{exc}{self._stderr_text()}"))
+
+    async def _read_stderr(self) -> None:
+        assert self._process.stderr is not None
+        reader = _LineReader(self._process.stderr, MAX_LINE_BYTES)
+        try:
+            while (line := await reader.next_line()) is not None:
+                self._stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+        except (KataGoDied, trio.ClosedResourceError):
+            pass
+        finally:
+            self._stderr_done.set()
+
+    def _stderr_text(self) -> str:
+        lines = [line for line in self._stderr_tail if line]
+        return "; stderr: " + " | ".join(lines[-5:]) if lines else ""
+
+    def _die(self, death: KataGoDied) -> None:
+        if self._death is None:
+            self._death = death
+        for pending in self._pending.values():
+            pending.send.close()
+        self._pending.clear()  # answers still in the pipe now go nowhere
+        self._dead.set()
+
+    async def _shutdown(self, grace: float) -> None:
+        """Close stdin (with -quit-without-waiting KataGo then exits promptly), wait
+        ``grace`` seconds, then kill."""
+        assert self._process.stdin is not None
+        self._die(KataGoDied("KataGo was shut down"))
+        try:
+            await self._process.stdin.aclose()
+        except trio.BrokenResourceError:
+            pass
+        with trio.move_on_after(grace):
+            await self._process.wait()
+        if self._process.returncode is None:
+            self._process.kill()
+            await self._process.wait()
+
+
+@asynccontextmanager
+async def open_katago(
+    binary: Path,
+    model: Path,
+    config: Path,
+    log_path: Path,
+    *,
+    shutdown_grace: float = 5.0,
+) -> AsyncIterator[KataGoEngine]:
+    """Start ``katago analysis`` and wait until it answers ``query_version`` (the net is
+    loaded then); the log goes to ``log_path``. A KataGo that cannot start raises
+    :class:`KataGoDied` here, with the end of its stderr. On exit the process is stopped."""
+    for path, what in ((binary, "KataGo binary"), (model, "KataGo model"),
+                       (config, "KataGo config")):
+        if not Path(path).is_file():
+            raise KataGoDied(f"{what} not found at {path} (run `make katago`)")
+    log_path = Path(log_path).resolve()
+    if "," in str(log_path):
+        raise ValueError(f"KataGo cannot take a log path with a comma: {log_path}")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        str(binary), "analysis", "-config", str(config), "-model", str(model),
+        "-override-config", f"logFile={log_path}", "-quit-without-waiting",
+    ]
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        async with trio.open_nursery() as nursery:
+            engine = KataGoEngine(process, nursery)
+            nursery.start_soon(engine._read_stderr)
+            nursery.start_soon(engine._read_stdout)
+            try:
+                engine.version = await engine.query_version()
+                yield engine
+            finally:
+                with trio.CancelScope(shield=True):
+                    await engine._shutdown(shutdown_grace)
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # Our reader tasks never raise, so a lone exception is the caller's own (or
+        # KataGoDied from the start): let it out as itself, not wrapped by our nursery.
+        if len(group.exceptions) != 1:
+            raise
+        inner = group.exceptions[0]
+        raise inner from inner.__cause__
