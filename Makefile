@@ -27,5 +27,8 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check orchestrator tests bench
 
+katago: $(STAMP)
+	$(PY) -m orchestrator.label.setup --dir .katago
+
 clean:
 	rm -rf $(VENV) build *.egg-info
