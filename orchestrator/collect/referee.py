@@ -125,6 +125,7 @@ async def play_game(
         ply = game.move_number
         if ply < len(opening) and game.board.is_legal(color, opening[ply]):
             point, source = opening[ply], "opening"
+            game.play(point)
         else:
             opening = ()
             failure = None
@@ -136,6 +137,10 @@ async def play_game(
                     point = await players[name].genmove(game)
                 except PlayerError as exc:
                     failure = exc.reason
+                except Exception as exc:  # noqa: BLE001 - one broken reply must not end the run
+                    failure = "error"
+                    if live is not None and live.event_sink is not None:
+                        live.event_sink(f"game {number}: {name} raised {exc!r}")
             if live is not None:
                 live.waiting_on = None
             if deadline.cancelled_caught:
@@ -149,8 +154,9 @@ async def play_game(
                 reason, winner = "resign", 3 - color
                 break
             if failure is None:
+                # play() checks legality before changing anything: one probe, not two.
                 try:
-                    game.board.check(color, point)
+                    game.play(point)
                 except IllegalMove as exc:
                     failure = f"illegal:{exc.reason}"
             if failure is not None:
@@ -165,7 +171,7 @@ async def play_game(
                     break
                 point = fallback_ai.choose(game.board, color, last_move)
                 source = f"fallback:{failure}"
-        game.play(point)
+                game.play(point)
         played.append(PlayedMove(color, point, source))
         last_move = None if point == PASS else point
 
