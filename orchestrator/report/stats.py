@@ -253,15 +253,32 @@ def _orientation(runs: Sequence[RunData], a: str, b: str) -> tuple[str, str]:
 
 
 def _curve(games: Sequence[GameOutcome], player: str, opponent: str) -> list[dict]:
+    """Elo and interval after the k-th game, as :func:`head_to_head_counts` would count
+    the first k games (pairs count once both games are in), at most CURVE_POINTS times.
+    Counted in one pass: the pair keys were checked by :func:`checked_pairs`."""
     n = len(games)
-    marks = sorted({max(1, round(n * k / CURVE_POINTS)) for k in range(1, CURVE_POINTS + 1)})
+    marks = {max(1, round(n * k / CURVE_POINTS)) for k in range(1, CURVE_POINTS + 1)}
+    paired = any(g.pair is not None for g in games)
+    results = [0, 0, 0]  # games by points taken: loss, draw, win
+    penta = [0] * 5
+    pending: dict = {}
     points = []
-    for k in (m for m in marks if m <= n):
-        est = estimate(head_to_head_counts(games[:k], player, opponent))
-        if est.elo is None:
+    for k, game in enumerate(games, 1):
+        got = game.points_for(player)
+        if not paired:
+            results[round(2 * got)] += 1
+        elif game.pair is not None:
+            if game.pair in pending:
+                penta[round(2 * (pending.pop(game.pair) + got))] += 1
+            else:
+                pending[game.pair] = got
+        if k not in marks:
             continue
-        points.append({"games": k, "elo": num(est.elo), "low": num(est.elo_low),
-                       "high": num(est.elo_high)})
+        counts = Pentanomial(*penta) if paired else Wdl(results[2], results[0], results[1])
+        est = estimate(counts)
+        if est.elo is not None:
+            points.append({"games": k, "elo": num(est.elo), "low": num(est.elo_low),
+                           "high": num(est.elo_high)})
     return points
 
 

@@ -195,6 +195,12 @@ def test_pentanomial_from_paired_openings(tmp_path: Path) -> None:
     assert est["los"] == pytest.approx(0.99692, abs=1e-4)
     assert est["nelo"] == pytest.approx(300.89, abs=0.01)
     assert h2h["estimate_games"]["score"] == pytest.approx(0.8)  # 8-2 by games
+    # the Elo line counts a pair once both its games are in: nothing after game 1, one WW
+    # pair after game 2 (score 1, Elo +inf, no interval); it ends on the headline number
+    assert h2h["curve"][0] == {"games": 2, "elo": "+inf", "low": None, "high": None}
+    assert h2h["curve"][-1]["games"] == 10
+    assert h2h["curve"][-1]["elo"] == pytest.approx(est["elo"])
+    assert h2h["curve"][-1]["low"] == pytest.approx(est["elo_low"])
 
 
 def test_combined_runs_rate_three_players_with_an_anchor(run_dir: Path, tmp_path: Path) -> None:
