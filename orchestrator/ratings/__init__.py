@@ -39,9 +39,10 @@ from orchestrator.ratings.outcomes import (
     pentanomial_from_games,
     split_by_colour,
 )
+from orchestrator.ratings.sprt import SprtResult, llr, sprt, sprt_bounds
 
 __all__ = [
     "ELO_PER_NAT", "NELO_PER_T", "ColourSplit", "Counts", "EloEstimate", "GameOutcome",
-    "Pentanomial", "RatingsError", "Wdl", "elo_from_score", "estimate",
-    "pentanomial_from_games", "score_from_elo", "split_by_colour",
+    "Pentanomial", "RatingsError", "SprtResult", "Wdl", "elo_from_score", "estimate", "llr",
+    "pentanomial_from_games", "score_from_elo", "split_by_colour", "sprt", "sprt_bounds",
 ]
