@@ -21,6 +21,7 @@ Many players (Bradley–Terry with a Black-advantage term)::
 Every bad input raises :class:`RatingsError` (a ``ValueError``) with a one-line message.
 """
 
+from orchestrator.ratings.bt import BtRatings, RatingRow, aggregate, bradley_terry
 from orchestrator.ratings.elo import (
     ELO_PER_NAT,
     NELO_PER_T,
@@ -42,7 +43,8 @@ from orchestrator.ratings.outcomes import (
 from orchestrator.ratings.sprt import SprtResult, llr, sprt, sprt_bounds
 
 __all__ = [
-    "ELO_PER_NAT", "NELO_PER_T", "ColourSplit", "Counts", "EloEstimate", "GameOutcome",
-    "Pentanomial", "RatingsError", "SprtResult", "Wdl", "elo_from_score", "estimate", "llr",
+    "ELO_PER_NAT", "NELO_PER_T", "BtRatings", "ColourSplit", "Counts", "EloEstimate",
+    "GameOutcome", "Pentanomial", "RatingRow", "RatingsError", "SprtResult", "Wdl",
+    "aggregate", "bradley_terry", "elo_from_score", "estimate", "llr",
     "pentanomial_from_games", "score_from_elo", "split_by_colour", "sprt", "sprt_bounds",
 ]
