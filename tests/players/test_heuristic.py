@@ -75,15 +75,21 @@ ATARI_WITH_ROOM = (
 )
 
 
-@pytest.mark.parametrize("level", [1, 2])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_escapes_atari_when_extending_gains_liberties(level: int, seed: int) -> None:
+def test_escapes_atari_when_extending_gains_liberties(seed: int) -> None:
     board = board_from(*ATARI_WITH_ROOM)
     assert board.liberties_at(point(4, 4)) == 1
-    assert HeuristicAI(seed, level).choose(board, BLACK, last_move=point(4, 5)) == point(5, 4)
+    assert HeuristicAI(seed).choose(board, BLACK, last_move=point(4, 5)) == point(5, 4)
 
 
-@pytest.mark.parametrize("level", [1, 2])
+def test_level_one_plays_like_level_two_except_for_occasional_lapses() -> None:
+    board = board_from(*ATARI_WITH_ROOM)
+    escapes = sum(HeuristicAI(seed, 1).choose(board, BLACK) == point(5, 4) for seed in range(200))
+    # Level 0 finds the escape only by chance (1 empty point in 76); level 2 always does.
+    assert 140 <= escapes <= 195
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_does_not_extend_into_self_atari(level: int, seed: int) -> None:
     board = board_from(
@@ -113,7 +119,7 @@ def test_fills_the_dame_then_passes_without_filling_eyes(level: int, colour: int
         assert ai.choose(board, WHITE) == PASS
 
 
-@pytest.mark.parametrize("level", [1, 2])
+@pytest.mark.parametrize("level", [0, 1, 2])
 def test_removes_a_dead_stone_from_its_area_before_passing(level: int) -> None:
     rows = list(TWO_EYES_AND_A_DAME)
     rows[0] = ". . O . X O . O ."
@@ -194,10 +200,10 @@ def test_wins_against_the_random_mover() -> None:
     assert wins >= 9
 
 
-def test_level_two_beats_level_one() -> None:
+def test_level_two_beats_level_zero() -> None:
     wins = 0
     for i in range(6):
-        strong, weak = HeuristicAI(i, 2), HeuristicAI(50 + i, 1)
+        strong, weak = HeuristicAI(i, 2), HeuristicAI(50 + i, 0)
         if i % 2 == 0:
             wins += play_out(strong, weak, 9).score().winner == BLACK
         else:
