@@ -220,11 +220,14 @@ def _declared_codec(data: bytes) -> str | None:
         return None
     try:
         name = codecs.lookup(match.group(1).decode("ascii")).name
-    except LookupError:
-        return None
-    name = _SUPERSETS.get(name, name)
-    # A label naming UTF-16/32 on a file without a BOM cannot be right.
-    return name if "(;[]\\".encode(name, "replace") == b"(;[]\\" else None
+        name = _SUPERSETS.get(name, name)
+        # Only a codec that keeps SGF's punctuation ASCII can be meant: not UTF-16/32
+        # without a BOM, not EBCDIC, not rot13 or base64 (which are not text codecs).
+        if "(;[]\\AZaz".encode(name) == b"(;[]\\AZaz":
+            return name
+    except (LookupError, UnicodeError):
+        pass
+    return None
 
 
 def _plausible(text: str, codec: str) -> float:
@@ -235,12 +238,10 @@ def _plausible(text: str, codec: str) -> float:
     chars = [ch for ch in text if ord(ch) > 127]
     if not chars:
         return 1.0
-    if codec == "utf-8":
-        good = sum(ch != "\ufffd" for ch in chars)
-    elif codec == "iso8859-1":
-        good = sum(ord(ch) >= 0xA0 for ch in chars)
+    core = {"gb18030": "gb2312", "cp949": "euc_kr", "cp932": "shift_jis"}.get(codec)
+    if core is None:
+        good = sum(ch.isprintable() and ch != "\ufffd" for ch in chars)
     else:
-        core = {"gb18030": "gb2312", "cp949": "euc_kr", "cp932": "shift_jis"}[codec]
         good = 0
         for ch in chars:
             if codec == "cp932" and "\uff61" <= ch <= "\uff9f":
@@ -272,7 +273,7 @@ def decode_text(data: bytes) -> tuple[str, str]:
         if codec is not None:
             try:
                 return data.decode(codec), codec
-            except UnicodeDecodeError:
+            except UnicodeError:
                 pass
     best = ("", "", -1.0)
     for codec in dict.fromkeys([declared, *_FALLBACKS]):
@@ -280,7 +281,7 @@ def decode_text(data: bytes) -> tuple[str, str]:
             continue
         try:
             text = data.decode(codec, "replace" if codec == "utf-8" else "strict")
-        except UnicodeDecodeError:
+        except UnicodeError:
             continue
         score = _plausible(text, codec)
         if score > best[2]:
@@ -419,7 +420,7 @@ def _point_table(size: int) -> dict[str, int]:
     return table
 
 
-_SIZE_RE = re.compile(r"\s*(\d+)\s*(?::\s*(\d+)\s*)?")
+_SIZE_RE = re.compile(r"\s*(\d{1,9})\s*(?::\s*(\d{1,9})\s*)?")
 _KNOWN_ROOT = frozenset({"AB", "AW", "AE", "B", "W"})
 
 
@@ -710,9 +711,9 @@ def write_sgf(game: SgfGame, extra: Mapping[str, str] | None = None) -> bytes:
     the move's :data:`SOURCE_PROP` and ``C``.
 
     Raises ValueError for a property name that is not upper-case letters only, or a
-    komi of 100 or more (it would read back as Fox's komi x100).
+    komi that would not read back: 100 or more (Fox's komi x100), infinite or NaN.
     """
-    if abs(game.komi) >= 100:
+    if not abs(game.komi) < 100:
         raise ValueError(f"komi {game.komi} cannot be written (|KM| >= 100 reads as x100)")
     size = game.size
     props = dict(game.root_props)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sgfmill import sgf as sgfmill_sgf
 from sgfmill import sgf_grammar
 
@@ -267,3 +269,41 @@ def test_utf16_and_utf8_copies_are_the_same_game(corpus) -> None:
     (utf8,) = corpus["encoding/utf8bom.sgf"]
     assert len(utf8.moves) == 164
     assert utf16.moves == utf8.moves and utf16.size == utf8.size == 19
+
+
+def _mutations() -> st.SearchStrategy[tuple[Path, int, bytes]]:
+    paths = sgf_paths("odd") + sgf_paths("encoding") + sgf_paths("handicap")[:10]
+    return st.tuples(
+        st.sampled_from(paths),
+        st.integers(0, 1 << 20),  # where: cut there, or overwrite there
+        st.binary(max_size=4),  # what to write ("" cuts the file)
+    )
+
+
+def _check_mutation(path: Path, where: int, patch: bytes) -> None:
+    data = path.read_bytes()
+    where %= len(data) + 1
+    mutated = data[:where] + patch + (data[where + len(patch):] if patch else b"")
+    try:
+        games = read_games(mutated)
+    except SgfError as exc:
+        assert "\n" not in str(exc)
+        return
+    for game in games:
+        try:
+            replay(game)
+        except SgfError as exc:
+            assert "\n" not in str(exc)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_mutations())
+def test_damaged_real_files_give_games_or_one_line(mutation) -> None:
+    _check_mutation(*mutation)
+
+
+@pytest.mark.slow
+@settings(max_examples=3000, deadline=None)
+@given(_mutations())
+def test_damaged_real_files_many(mutation) -> None:
+    _check_mutation(*mutation)

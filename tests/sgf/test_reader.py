@@ -197,6 +197,18 @@ def test_damaged_utf8_keeps_the_valid_prefix() -> None:
 
 
 @pytest.mark.parametrize(
+    "label",
+    ["rot13", "base64", "hex", "zlib", "idna", "utf-7", "cp037", "undefined", "UTF-16",
+     "UTF-32", "Big5", "KOI8-R", "no-such-codec", "x" * 40],
+)
+def test_any_charset_label_reads(label: str) -> None:
+    name = "Lee Sedol 이세돌".encode("cp949")
+    data = b"(;CA[" + label.encode() + b"]SZ[19]PB[" + name + b"]C[\xff\x80];B[pd])"
+    game = one(data)
+    assert game.black_name.startswith("Lee Sedol") and len(game.moves) == 1
+
+
+@pytest.mark.parametrize(
     ("data", "error", "words"),
     [
         (b"", EmptyFile, "empty"),
