@@ -79,7 +79,8 @@ def fallback_chart(report: dict) -> str:
 def latency_chart(report: dict) -> str:
     groups = [(name, [p["latency_ms"][k] for k in ("p50", "p95", "p99")])
               for name, p in report["players"].items()]
-    return svg.bars(groups, ["p50", "p95", "p99"], "Reply latency per endpoint", unit=" ms")
+    return svg.bars(groups, ["p50", "p95", "p99"],
+                    "Reply latency per player (its endpoint in the table)", unit=" ms")
 
 
 def render(report: dict) -> str:

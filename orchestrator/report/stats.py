@@ -402,10 +402,6 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
     ratings = _ratings(outcomes, anchor, warn)
     players = _players(games, outcomes)
     notes = []
-    if ratings and ratings.get("anchor_default"):
-        (name, value), = ratings["anchor"].items()
-        notes.append(f"ratings anchored at {name} = {value:g} (first player by name; "
-                     "choose with --anchor PLAYER=ELO)")
     if any(p["latency_ms"]["n"] for p in players.values()):
         notes.append(f"latency percentiles are {LATENCY_METHOD_APPROX}")
     if any(g.line.black == g.line.white for g in games):

@@ -74,8 +74,8 @@ def line_with_band(
     y_ticks = ticks(min(ys), max(ys))
     y_lo, y_hi = y_ticks[0], y_ticks[-1]
 
-    def sx(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
+    def sx(x: float) -> float:  # 8 px inside the frame, so a point at either end shows
+        return left + 8 + (x - x_lo) / (x_hi - x_lo) * (plot_w - 16)
 
     def sy(y: float) -> float:
         return top + (y_hi - y) / (y_hi - y_lo) * plot_h
@@ -98,10 +98,11 @@ def line_with_band(
         line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y, _, _ in clamp)
         body.append(f'<polyline class="elo-line" points="{line}" fill="none" '
                     f'stroke="{BLUE}" stroke-width="2"/>')
-        radius = 3 if len(clamp) <= 60 else 0
-        if radius:
-            body += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="{radius}" fill="{BLUE}"/>'
-                     for x, y, _, _ in clamp]
+        if len(clamp) <= 60:  # few points: a dot and an error bar each, so one point shows
+            for x, y, lo, hi in clamp:
+                body.append(f'<line x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="{sy(lo):.1f}" '
+                            f'y2="{sy(hi):.1f}" stroke="{BLUE}" stroke-opacity="0.5"/>')
+                body.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{BLUE}"/>')
     body.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" '
                 f'fill="none" stroke="{AXIS}"/>')
     body.append(_text(left + plot_w / 2, height - 8, x_label, "middle"))

@@ -140,8 +140,8 @@ def ratings_table(report: dict) -> Table:
 def ratings_note(report: dict) -> str:
     r = report["ratings"]
     anchor = ", ".join(f"{k} = {v:g}" for k, v in r["anchor"].items())
-    text = f"Anchor: {anchor}" + (" (default: first player by name)" if r["anchor_default"]
-                                  else "") + "."
+    text = f"Anchor: {anchor}" + (" (default: the first player by name; choose with "
+                                  "--anchor PLAYER=ELO)" if r["anchor_default"] else "") + "."
     if r.get("black_advantage") is not None:
         text += (f" Black's advantage: {elo(r['black_advantage'])} ± "
                  f"{r['black_advantage_stderr']:.1f} Elo (1σ).")
@@ -190,7 +190,7 @@ def latency_table(report: dict) -> Table:
     rows = []
     for name, p in report["players"].items():
         lat = p["latency_ms"]
-        endpoint = ", ".join(p["endpoints"]) or p["kind"] or "?"
+        endpoint = ", ".join(p["endpoints"]) or p["meta"].get("command") or p["kind"] or "?"
         rows.append((name, endpoint, str(lat["n"]), ms(lat["p50"]), ms(lat["p95"]),
                      ms(lat["p99"]), ms(lat["max"])))
     return Table(("player", "endpoint", "replies", "p50 ms", "p95 ms", "p99 ms", "max ms"),

@@ -228,6 +228,9 @@ def test_combined_runs_rate_three_players_with_an_anchor(run_dir: Path, tmp_path
 
     default = write_report([run_dir, second], tmp_path / "default")["ratings"]
     assert default["anchor"] == {"alpha": 0.0} and default["anchor_default"]
+    assert default["rows"][[r["player"] for r in default["rows"]].index("alpha")]["elo"] == 0.0
+    assert "Anchor: alpha = 0 (default: the first player by name" in (
+        tmp_path / "default" / "report.md").read_text()
 
 
 def test_unknown_anchor_is_one_line_error(run_dir: Path, tmp_path: Path) -> None:
