@@ -1,0 +1,173 @@
+"""`go19 dataset build INPUT... --out DIR` and `go19 dataset check DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
+from orchestrator.dataset.check import check_sample, describe, draw, sheet
+from orchestrator.dataset.shards import write_atomic
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "dataset",
+        help="build training samples from SGF files, and check them",
+        description="Turn recordings and SGF corpora into per-move training samples "
+        "(sharded .npz + manifest.json), and check a built dataset against its sources.",
+    )
+    commands = parser.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
+
+    b = commands.add_parser(
+        "build",
+        help="replay SGF files and write samples",
+        description="Replay every 19x19 game under go19's rules (games rejected as "
+        "`go19 replay --require-19` rejects them; void games skipped) and keep one sample "
+        "per move: the board before it, side to move, the move, result and move number. "
+        "Moves from the opening book or fallbacks are replayed but not kept as targets.",
+    )
+    b.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
+                   help="SGF file or folder (searched recursively)")
+    b.add_argument("--out", type=Path, required=True, help="dataset folder to create")
+    b.add_argument("--force", action="store_true", help="replace an existing dataset at --out")
+    b.add_argument("--winner-only", action="store_true",
+                   help="samples from the winner's moves only (games without a winner give none)")
+    b.add_argument("--tactical-bias", action="store_true",
+                   help="with --max-per-game: half the picks among capture/atari/escape moves")
+    b.add_argument("--tactics-only", action="store_true",
+                   help="only moves that capture, give atari or escape atari")
+    b.add_argument("--max-per-game", type=_positive, metavar="N",
+                   help="at most N samples per game, spread over the game")
+    b.add_argument("--no-dedup", action="store_true",
+                   help="keep positions (stones, side to move, ko) seen before")
+    b.add_argument("--include-fallback", action="store_true",
+                   help="keep opening-book and fallback moves as targets too")
+    b.add_argument("--min-moves", type=_count, default=0, metavar="N",
+                   help="skip games shorter than N moves")
+    b.add_argument("--require-provenance", action="store_true",
+                   help="skip games whose source and licence the manifest does not give")
+    b.add_argument("--source-manifest", type=Path, metavar="FILE",
+                   help="provenance TSV (file, source, licence columns) or JSON")
+    b.add_argument("--seed", type=int, default=0, help="seed for --tactical-bias picks")
+    b.add_argument("--workers", type=_positive, default=1, metavar="N",
+                   help="processes reading and replaying (output is the same for any N)")
+    b.add_argument("--shard-size", type=_positive, default=1 << 16, metavar="N",
+                   help="samples per shard (default 65536)")
+    b.add_argument("--compress", action="store_true",
+                   help="deflate shards (about 10x smaller, much slower to write)")
+    b.set_defaults(func=run_build)
+
+    c = commands.add_parser(
+        "check",
+        help="check random samples against their SGFs (with sgfmill) and draw them",
+        description="Draw random samples, confirm each against its source SGF replayed "
+        "independently with sgfmill, print one line per sample and write a contact sheet "
+        "of the boards with the target move crossed. Exits 1 if any sample disagrees.",
+    )
+    c.add_argument("folder", type=Path, metavar="DIR")
+    c.add_argument("--sample", type=_positive, default=20, metavar="N")
+    c.add_argument("--out", type=Path, help="contact sheet PNG (default DIR/check.png)")
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(func=run_check)
+
+
+def _progress(started: float) -> Callable[[Counts], None]:
+    def show(counts: Counts) -> None:
+        rate = counts.games / max(time.monotonic() - started, 1e-9)
+        print(f"\r{counts.games} games ({rate:.0f}/s), {counts.samples} samples",
+              end="", file=sys.stderr, flush=True)
+    return show
+
+
+def _summary(manifest: dict, out: Path) -> str:
+    c = manifest["counts"]
+    rejected = ", ".join(f"{k} {n}" for k, n in c["rejected"].items()) or "none"
+    skipped = ", ".join(f"{k} {n}" for k, n in c["skipped"].items()) or "none"
+    excluded = ", ".join(f"{k} {n}" for k, n in c["excluded"].items() if n) or "none"
+    return "\n".join([
+        f"{out}: {c['samples']} samples in {len(manifest['shards'])} shards "
+        f"from {c['games_kept']} games ({c['files']} files, {manifest['build']['seconds']} s)",
+        f"  rejected: {rejected}",
+        f"  skipped: {skipped}; void files {c['void_files']}",
+        f"  positions {c['positions']}: excluded {excluded}; duplicates {c['duplicates']}; "
+        f"not picked {c['not_picked']}",
+        "  provenance: " + ", ".join(f"{k} {n}" for k, n in c["provenance"].items()),
+    ])
+
+
+def run_build(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    try:
+        options = BuildOptions(
+            winner_only=args.winner_only, tactical_bias=args.tactical_bias,
+            tactics_only=args.tactics_only, max_per_game=args.max_per_game,
+            dedup=not args.no_dedup, include_fallback=args.include_fallback,
+            min_moves=args.min_moves, seed=args.seed,
+            require_provenance=args.require_provenance, shard_size=args.shard_size,
+            compress=args.compress,
+        )
+        manifest = build(
+            args.inputs, args.out, options, provenance=args.source_manifest,
+            workers=args.workers, force=args.force,
+            progress=_progress(started) if sys.stderr.isatty() else None,
+        )
+    except DatasetError as exc:
+        print(f"dataset build: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"dataset build: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print(_summary(manifest, args.out))
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    out = args.out or args.folder / "check.png"
+    try:
+        drawn = draw(args.folder, args.sample, args.seed)
+    except DatasetError as exc:
+        print(f"dataset check: {exc}", file=sys.stderr)
+        return 2
+    if not drawn:
+        print(f"dataset check: {args.folder} has no samples", file=sys.stderr)
+        return 2
+    results = [check_sample(sample) for sample in drawn]
+    for result in results:
+        status = "ok" if result.ok else "MISMATCH"
+        line = f"{status:<8} #{result.sample.index} {describe(result.sample)}"
+        print(line if result.ok else f"{line}: {result.problem}")
+    try:
+        write_atomic(out, sheet(results))
+    except OSError as exc:
+        print(f"dataset check: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    bad = sum(not r.ok for r in results)
+    print(f"{len(results) - bad}/{len(results)} samples agree with their SGF (sgfmill); "
+          f"sheet: {out}")
+    return 1 if bad else 0

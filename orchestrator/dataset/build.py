@@ -1,0 +1,370 @@
+"""``go19 dataset build``: SGF files in, shards of per-move training samples out.
+
+Pipeline, per game, in input order (files as :mod:`.sources` lists them, games
+in file order, moves in game order):
+
+1. **read and replay** (:mod:`.samples`, in ``workers`` processes): every move of
+   every 19x19 game that replays legally to its end, with the board before it.
+   Rejections carry ``go19 replay``'s reason. Void games are skipped.
+2. **keep** the game, or skip it: fewer than ``min_moves`` moves, or (with
+   ``require_provenance``) no known source and licence.
+3. **targets**: drop moves that were not the player's policy (opening book,
+   fallback) unless ``include_fallback``; with ``winner_only`` the loser's moves
+   (and every move of a game without a winner); with ``tactics_only`` moves with
+   no tactics bits. Dropped moves were still played on the board.
+4. **stages**: extra ``Stage`` callables, in order: the hook for per-position
+   joins (e.g. KataGo labels keyed by the game's SGF ``sha1`` and
+   ``positions.move_number``): a stage may drop rows or replace ``move``.
+5. **dedup** (unless disabled): drop positions (stones, side to move, ko point)
+   already in the dataset or earlier in the game; the first in input order wins.
+6. **pick** at most ``max_per_game``: spread evenly over the game, or with
+   ``tactical_bias`` half (rounded up) drawn at random among tactical positions
+   and the rest spread evenly over the others.
+
+Steps 2-6 run in the main process, so the output is the same for any worker
+count. Every game read (rejected, void and skipped ones too) gets a line in the
+game table; samples point at their game's line.
+
+Passes are kept as targets (``move = 361``): passing at the end is part of
+playing a game out, and a policy must learn when to pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import random
+import shutil
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator import __version__
+from orchestrator.dataset.dedup import SeenPositions
+from orchestrator.dataset.samples import (
+    AREA,
+    ORIGIN_NAMES,
+    GameRead,
+    Positions,
+    read_file,
+    read_files,
+)
+from orchestrator.dataset.shards import (
+    FIELDS,
+    FORMAT,
+    GAMES,
+    MANIFEST,
+    DatasetError,
+    ShardWriter,
+    sha256_file,
+    write_atomic,
+)
+from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
+from orchestrator.rules.tactics import Tactics
+
+SHARD_SIZE = 1 << 16
+BATCH_FILES = 16  # files per worker task: big enough to amortise pickling, small for balance
+
+# A per-game step after the built-in target filters: given the game and its
+# remaining rows, return the rows to keep (a subset, perhaps with ``move`` replaced).
+Stage = Callable[[GameRead, Positions], Positions]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    winner_only: bool = False
+    tactical_bias: bool = False
+    tactics_only: bool = False
+    max_per_game: int | None = None
+    dedup: bool = True
+    include_fallback: bool = False
+    min_moves: int = 0
+    seed: int = 0
+    require_provenance: bool = False
+    shard_size: int = SHARD_SIZE
+    compress: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_per_game is not None and self.max_per_game < 1:
+            raise DatasetError(f"max_per_game must be at least 1, not {self.max_per_game}")
+        if self.tactical_bias and self.max_per_game is None:
+            raise DatasetError("tactical_bias needs max_per_game (it decides which to pick)")
+        if self.min_moves < 0 or self.shard_size < 1:
+            raise DatasetError("min_moves must be >= 0 and shard_size >= 1")
+
+
+@dataclass
+class Counts:
+    files: int = 0
+    void_files: int = 0
+    games: int = 0  # one per game read, or per file that could not be read (as go19 replay)
+    games_ok: int = 0  # replayed to the end
+    games_kept: int = 0  # ... and not skipped
+    rejected: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)
+    winners: Counter = field(default_factory=Counter)
+    provenance: Counter = field(default_factory=Counter)
+    positions: int = 0  # moves of the kept games
+    excluded: Counter = field(default_factory=Counter)
+    duplicates: int = 0
+    not_picked: int = 0
+    samples: int = 0
+    tactical: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict:
+        out = {}
+        for name in (f.name for f in dataclasses.fields(self)):
+            value = getattr(self, name)
+            out[name] = dict(sorted(value.items())) if isinstance(value, Counter) else value
+        return out
+
+
+def read_all(files: Sequence[str], workers: int) -> Iterator[GameRead]:
+    """Every game of ``files`` in order, read in ``workers`` processes.
+
+    At most ``4 * workers`` batches are in flight, so a slow consumer holds back
+    the workers instead of piling up results in memory.
+    """
+    if workers <= 1:
+        for path in files:
+            yield from read_file(path)
+        return
+    batches = [list(files[i:i + BATCH_FILES]) for i in range(0, len(files), BATCH_FILES)]
+    with multiprocessing.get_context().Pool(workers) as pool:
+        pending: deque = deque()
+        for batch in batches:
+            pending.append(pool.apply_async(read_files, (batch,)))
+            if len(pending) >= 4 * workers:
+                for games in pending.popleft().get():
+                    yield from games
+        while pending:
+            for games in pending.popleft().get():
+                yield from games
+
+
+def spread(indices: np.ndarray, n: int) -> np.ndarray:
+    """``n`` of ``indices`` evenly spaced from first to last (all if there are fewer)."""
+    if n >= len(indices):
+        return indices
+    return indices[np.linspace(0, len(indices) - 1, n).round().astype(np.intp)]
+
+
+def pick(positions: Positions, n: int, tactical_bias: bool, rng: random.Random) -> np.ndarray:
+    """Row indices (ascending) of at most ``n`` rows to keep."""
+    rows = np.arange(len(positions))
+    if len(rows) <= n:
+        return rows
+    if not tactical_bias:
+        return spread(rows, n)
+    tactical = np.flatnonzero(positions.tactical).tolist()
+    chosen = sorted(rng.sample(tactical, min(len(tactical), (n + 1) // 2)))
+    others = np.setdiff1d(rows, chosen, assume_unique=True)
+    return np.sort(np.concatenate([np.array(chosen, np.intp), spread(others, n - len(chosen))]))
+
+
+class _Builder:
+    def __init__(self, folder: Path, options: BuildOptions,
+                 provenance: dict[Path, Provenance], stages: Sequence[Stage]) -> None:
+        self.options = options
+        self.provenance = provenance
+        self.stages = stages
+        self.counts = Counts()
+        self.writer = ShardWriter(folder, options.shard_size, options.compress)
+        self.seen = SeenPositions() if options.dedup else None
+        self.table = open(folder / GAMES, "w", encoding="utf-8")
+        self.rows = 0
+
+    def add(self, game: GameRead) -> None:
+        counts = self.counts
+        counts.games += 1
+        prov = self.provenance.get(Path(game.path), UNKNOWN)
+        status, reason, samples = game.status, game.reason, 0
+        if status == "rejected":
+            counts.rejected[reason] += 1
+        elif status == "ok":
+            counts.games_ok += 1
+            if game.moves < self.options.min_moves:
+                status, reason = "skipped", "short"
+            elif self.options.require_provenance and (prov.source is None or prov.licence is None):
+                status, reason = "skipped", "no-provenance"
+        if status in ("void", "skipped"):
+            counts.skipped[reason or status] += 1
+        if status == "ok":
+            counts.games_kept += 1
+            counts.winners[("unknown", "black", "white")[game.winner]] += 1
+            counts.provenance["known source" if prov.source else "unknown source"] += 1
+            counts.provenance["known licence" if prov.licence else "unknown licence"] += 1
+            samples = self._samples(game)
+        self._row(game, status, reason, prov, samples)
+
+    def _samples(self, game: GameRead) -> int:
+        positions = game.positions
+        assert positions is not None
+        self.counts.positions += len(positions)
+        positions = self._targets(game, positions)
+        for stage in self.stages:
+            before = len(positions)
+            positions = stage(game, positions)
+            self.counts.excluded["stages"] += before - len(positions)
+        if self.seen is not None and len(positions):
+            fresh = self.seen.fresh(positions.key)
+            self.counts.duplicates += len(positions) - int(fresh.sum())
+            positions = positions.take(fresh)
+        limit = self.options.max_per_game
+        if limit is not None and len(positions) > limit:
+            rng = random.Random(f"{self.options.seed}:{game.sha1}:{game.game_index}")
+            self.counts.not_picked += len(positions) - limit
+            positions = positions.take(pick(positions, limit, self.options.tactical_bias, rng))
+        if self.seen is not None:
+            self.seen.add(positions.key)
+        self.writer.add(positions, game.winner, self.rows)
+        self.counts.samples += len(positions)
+        tactical = positions.tactical
+        for flag in Tactics:
+            if flag:
+                self.counts.tactical[flag.name.lower()] += int(np.count_nonzero(tactical & flag))
+        self.counts.tactical["any"] += int(np.count_nonzero(tactical))
+        return len(positions)
+
+    def _targets(self, game: GameRead, positions: Positions) -> Positions:
+        options, excluded = self.options, self.counts.excluded
+        keep = np.ones(len(positions), bool)
+
+        def drop(mask: np.ndarray, why: str) -> None:
+            excluded[why] += int(np.count_nonzero(keep & mask))
+            keep[mask] = False
+
+        if not options.include_fallback:
+            for origin, name in ORIGIN_NAMES.items():
+                drop(positions.origin == origin, name)
+        if options.winner_only:
+            if game.winner:
+                drop(positions.to_play != game.winner, "loser")
+            else:
+                drop(np.ones_like(keep), "no winner")
+        if options.tactics_only:
+            drop(positions.tactical == 0, "not tactical")
+        return positions if keep.all() else positions.take(keep)
+
+    def _row(self, game: GameRead, status: str, reason: str | None, prov: Provenance,
+             samples: int) -> None:
+        row = {
+            "path": game.path, "game_index": game.game_index, "sha1": game.sha1,
+            "status": status, "reason": reason, "detail": game.detail, "at_move": game.at_move,
+            "black": game.black, "white": game.white, "result": game.result,
+            "winner": game.winner, "moves": game.moves, "samples": samples,
+            "source": prov.source, "licence": prov.licence,
+        }
+        for name in ("run", "game", "players"):
+            value = getattr(game, name)
+            if value is not None:
+                row[name] = value
+        self.table.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.rows += 1
+
+    def finish(self) -> None:
+        self.writer.flush()
+        self.table.flush()
+        os.fsync(self.table.fileno())
+        self.table.close()
+
+    def close(self) -> None:
+        self.table.close()
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise DatasetError(f"{out}: exists and is not a folder")
+    if not any(out.iterdir()):
+        return
+    if not force:
+        raise DatasetError(f"{out}: exists and is not empty (use --force to replace it)")
+    if not (out / MANIFEST).is_file():
+        raise DatasetError(f"{out}: not a go19 dataset (no {MANIFEST}); --force replaces "
+                           "only a previous dataset")
+
+
+def _publish(partial: Path, out: Path) -> None:
+    """Put the finished folder in place in one rename (a previous dataset moves
+    aside first and is removed after)."""
+    old = None
+    if out.exists() and any(out.iterdir()):
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    elif out.exists():
+        out.rmdir()
+    os.replace(partial, out)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def build(
+    inputs: Iterable[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    options: BuildOptions = BuildOptions(),
+    *,
+    provenance: str | os.PathLike[str] | None = None,
+    workers: int = 1,
+    force: bool = False,
+    stages: Sequence[Stage] = (),
+    progress: Callable[[Counts], None] | None = None,
+) -> dict:
+    """Build a dataset folder at ``out`` from SGF files and folders; return its manifest.
+
+    Raises :class:`DatasetError` (one line) for unusable input or output paths.
+    Nothing appears at ``out`` until the build is complete.
+    """
+    inputs = [Path(p) for p in inputs]
+    out = Path(out)
+    started = time.monotonic()
+    _check_out(out, force)
+    files, void_files = find_sgf_files(inputs)
+    table = read_provenance(Path(provenance)) if provenance is not None else {}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    partial.mkdir()
+    builder = _Builder(partial, options, table, stages)
+    try:
+        builder.counts.files, builder.counts.void_files = len(files), void_files
+        for n, game in enumerate(read_all([str(f) for f in files], workers), 1):
+            builder.add(game)
+            if progress is not None and n % 1000 == 0:
+                progress(builder.counts)
+        builder.finish()
+        manifest = {
+            "format": FORMAT,
+            "go19_version": __version__,
+            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "inputs": [str(p) for p in inputs],
+            "provenance_manifest": str(provenance) if provenance is not None else None,
+            "options": dataclasses.asdict(options),
+            "pass_move": AREA,
+            "fields": {name: {"dtype": dtype.name, "shape": list(shape)}
+                       for name, (dtype, shape) in FIELDS.items()},
+            "counts": builder.counts.as_dict(),
+            "dedup": {"enabled": options.dedup,
+                      "key": "64-bit Zobrist hash of stones ^ key(side to move, ko point)",
+                      "index_bytes": builder.seen.nbytes if builder.seen is not None else 0},
+            "games": {"file": GAMES, "rows": builder.rows,
+                      "sha256": sha256_file(partial / GAMES)},
+            "shards": builder.writer.shards,
+            "build": {"workers": workers, "seconds": round(time.monotonic() - started, 3)},
+        }
+        write_atomic(partial / MANIFEST,
+                     (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode())
+        _publish(partial, out)
+    except BaseException:
+        builder.close()
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return manifest
+

@@ -1,0 +1,60 @@
+"""The set of positions already in a dataset, in bounded memory.
+
+A position's key is a 64-bit hash of (stones, side to move, ko point) (see
+:mod:`orchestrator.dataset.samples`). Python's ``set`` would cost about 70 bytes
+per key, so tens of millions of samples would need gigabytes. Here the keys live
+in a sorted ``uint64`` array (8 bytes each) and the most recent ones in a small
+set (at most ``recent_limit``, about 13 MB at the default) that is merged into the
+array when full. A merge copies the array once (peak 16 bytes per key, for a
+moment), so merging ``recent_limit`` keys at a time costs O(total) each, a few
+seconds in all for 20 million keys. Membership tests are batched per game:
+one ``searchsorted`` over the array plus set look-ups for the recent keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+RECENT_LIMIT = 1 << 17
+
+
+class SeenPositions:
+    def __init__(self, recent_limit: int = RECENT_LIMIT) -> None:
+        self._sorted = np.empty(0, np.uint64)
+        self._recent: set[int] = set()
+        self._recent_limit = recent_limit
+
+    def __len__(self) -> int:
+        return len(self._sorted) + len(self._recent)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the sorted array (the recent set is bounded apart)."""
+        return self._sorted.nbytes
+
+    def fresh(self, keys: np.ndarray) -> np.ndarray:
+        """Boolean mask of ``keys`` (uint64) not seen before and not repeating an
+        earlier key of the same batch. Adds nothing: see :meth:`add`."""
+        mask = np.zeros(len(keys), bool)
+        if not len(keys):
+            return mask
+        mask[np.unique(keys, return_index=True)[1]] = True
+        if len(self._sorted):
+            at = np.searchsorted(self._sorted, keys)
+            np.minimum(at, len(self._sorted) - 1, out=at)
+            mask &= self._sorted[at] != keys
+        if self._recent:
+            recent = self._recent
+            mask &= np.fromiter((k not in recent for k in keys.tolist()), bool, len(keys))
+        return mask
+
+    def add(self, keys: np.ndarray) -> None:
+        self._recent.update(keys.tolist())
+        if len(self._recent) >= self._recent_limit:
+            self._merge()
+
+    def _merge(self) -> None:
+        new = np.fromiter(self._recent, np.uint64, len(self._recent))
+        new.sort()
+        self._sorted = np.insert(self._sorted, np.searchsorted(self._sorted, new), new)
+        self._recent.clear()

@@ -1,0 +1,190 @@
+"""Dataset files: shards of samples as ``.npz``, the game table, ``manifest.json``;
+writing (rows copied into preallocated arrays, one file per full shard) and
+reading back with every shard's sha256 checked against the manifest.
+
+A dataset folder holds ``manifest.json`` (options, counts, the shard list with
+sizes and hashes), ``games.jsonl`` (the game table: line ``i`` describes game
+``i``; a sample's ``game`` field is that line number) and ``shard-NNNNN.npz``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator.dataset.samples import SIZE, Positions
+
+MANIFEST = "manifest.json"
+GAMES = "games.jsonl"
+FORMAT = "go19-dataset/1"
+
+# Per sample: name -> (dtype, shape of one sample).
+FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
+    "board": (np.dtype(np.uint8), (SIZE, SIZE)),  # before the move: 0 empty, 1 B, 2 W
+    "to_play": (np.dtype(np.uint8), ()),  # 1 black, 2 white
+    "move": (np.dtype(np.int16), ()),  # row * 19 + col, 361 = pass
+    "move_number": (np.dtype(np.int16), ()),  # 1-based
+    "winner": (np.dtype(np.uint8), ()),  # 1 black, 2 white, 0 draw or unknown
+    "ko": (np.dtype(np.int16), ()),  # the board's ko point, -1 for none
+    "tactical": (np.dtype(np.uint8), ()),  # Tactics bits: capture 1, atari 2, escape 4
+    "game": (np.dtype(np.int32), ()),  # line of games.jsonl
+}
+
+
+class DatasetError(ValueError):
+    """A dataset (or a build's input) that cannot be used; ``str()`` is one line
+    naming the file."""
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class ShardWriter:
+    """Samples into ``shard-NNNNN.npz`` files of ``shard_size`` samples each (the
+    last one smaller). Rows are copied into arrays allocated once, so memory stays
+    at one shard whatever the dataset's size."""
+
+    def __init__(self, folder: Path, shard_size: int, compress: bool = False) -> None:
+        self.folder = folder
+        self.shard_size = shard_size
+        self.compress = compress
+        self.shards: list[dict] = []
+        self._rows = {name: np.empty((shard_size, *shape), dtype)
+                      for name, (dtype, shape) in FIELDS.items()}
+        self._n = 0
+
+    @property
+    def samples(self) -> int:
+        return sum(entry["samples"] for entry in self.shards) + self._n
+
+    def add(self, positions: Positions, winner: int, game: int) -> None:
+        rows = self._rows
+        start = 0
+        while start < len(positions):
+            count = min(len(positions) - start, self.shard_size - self._n)
+            src = slice(start, start + count)
+            dst = slice(self._n, self._n + count)
+            for name in ("board", "to_play", "move", "move_number", "ko", "tactical"):
+                rows[name][dst] = getattr(positions, name)[src]
+            rows["winner"][dst] = winner
+            rows["game"][dst] = game
+            self._n += count
+            start += count
+            if self._n == self.shard_size:
+                self.flush()
+
+    def flush(self) -> None:
+        """Write the rows gathered so far as one shard (nothing if there are none)."""
+        if not self._n:
+            return
+        path = self.folder / f"shard-{len(self.shards):05d}.npz"
+        tmp = path.with_name(f".{path.name}.tmp")
+        save = np.savez_compressed if self.compress else np.savez
+        with open(tmp, "wb") as fh:
+            save(fh, **{name: rows[:self._n] for name, rows in self._rows.items()})
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        self.shards.append({
+            "file": path.name, "samples": self._n, "bytes": path.stat().st_size,
+            "sha256": sha256_file(path),
+        })
+        self._n = 0
+
+
+# -- reading ---------------------------------------------------------------------
+
+
+def read_manifest(folder: str | os.PathLike[str]) -> dict:
+    path = Path(folder) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: not found (is {folder} a go19 dataset?)") from None
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise DatasetError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise DatasetError(f"{path}: not a {FORMAT} manifest")
+    return manifest
+
+
+def _verified_bytes(path: Path, expected: str, size: int | None = None) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if (size is not None and len(data) != size) or hashlib.sha256(data).hexdigest() != expected:
+        raise DatasetError(f"{path}: sha256 does not match the manifest (corrupt or changed)")
+    return data
+
+
+def _shard_arrays(path: Path, data: bytes, samples: int) -> dict[str, np.ndarray]:
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in FIELDS if name in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise DatasetError(f"{path}: not a readable .npz: {exc}") from None
+    for name, (dtype, shape) in FIELDS.items():
+        array = arrays.get(name)
+        if array is None or array.dtype != dtype or array.shape != (samples, *shape):
+            raise DatasetError(f"{path}: field {name!r} missing or not {dtype} "
+                               f"{(samples, *shape)}")
+    return arrays
+
+
+def read_shard(folder: str | os.PathLike[str], entry: dict) -> dict[str, np.ndarray]:
+    """One shard's arrays (see :data:`FIELDS`) from its manifest entry, after
+    checking its size and sha256."""
+    path = Path(folder) / entry["file"]
+    data = _verified_bytes(path, entry["sha256"], entry.get("bytes"))
+    return _shard_arrays(path, data, entry["samples"])
+
+
+def iter_shards(folder: str | os.PathLike[str]) -> Iterator[dict[str, np.ndarray]]:
+    """Each shard's arrays, in order, after checking its sha256."""
+    for entry in read_manifest(folder)["shards"]:
+        yield read_shard(folder, entry)
+
+
+def load(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The whole dataset as one array per field (every shard's sha256 checked)."""
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in FIELDS}
+    for arrays in iter_shards(folder):
+        for name, array in arrays.items():
+            parts[name].append(array)
+    return {
+        name: np.concatenate(chunks) if chunks else np.empty((0, *shape), dtype)
+        for (name, chunks), (dtype, shape) in zip(parts.items(), FIELDS.values(), strict=True)
+    }
+
+
+def load_games(folder: str | os.PathLike[str]) -> list[dict]:
+    """The game table (``games.jsonl``), checked against the manifest's sha256."""
+    folder = Path(folder)
+    entry = read_manifest(folder)["games"]
+    path = folder / entry["file"]
+    data = _verified_bytes(path, entry["sha256"])
+    return [json.loads(line) for line in data.decode("utf-8").splitlines()]

@@ -1,0 +1,124 @@
+"""Where a build's games come from: the SGF files under the inputs, and what a
+provenance manifest says about their source and licence.
+
+Files: an input folder is searched recursively for ``*.sgf`` (any case), sorted
+as ``go19 replay`` sorts them; files inside a folder named ``void`` (go19
+recordings keep void games there, docs/formats.md) are skipped and counted. A
+file reached twice (overlapping inputs) is read once.
+
+Provenance manifest: a TSV whose header names a ``file`` (or ``path``) column, a
+``source`` (or ``source_repo``) column and optionally a ``licence`` (or
+``license``) column; or JSON mapping each path to ``{"source": ..., "licence": ...}``.
+Relative paths are relative to the manifest's folder. Empty cells are unknown.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.dataset.shards import DatasetError
+
+VOID_FOLDER = "void"
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    source: str | None = None
+    licence: str | None = None
+
+
+UNKNOWN = Provenance()
+
+
+def find_sgf_files(inputs: list[Path]) -> tuple[list[Path], int]:
+    """The SGF files to read (resolved paths, input order, each folder sorted) and
+    the number of files skipped in ``void`` folders."""
+    files: dict[Path, None] = {}
+    void = 0
+    for path in inputs:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*")
+                           if p.suffix.lower() == ".sgf" and p.is_file())
+            in_void = [VOID_FOLDER in p.relative_to(path).parts[:-1] for p in found]
+        elif path.exists():
+            found, in_void = [path], [path.resolve().parent.name == VOID_FOLDER]
+        else:
+            raise DatasetError(f"{path}: no such file or folder")
+        for file, skip in zip(found, in_void, strict=True):
+            if skip:
+                void += 1
+            else:
+                files.setdefault(file.resolve(), None)
+    return list(files), void
+
+
+def read_provenance(path: Path) -> dict[Path, Provenance]:
+    """Resolved file path -> provenance, from a TSV or JSON manifest."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path}: not UTF-8 text") from None
+    base = path.resolve().parent
+    if path.suffix.lower() == ".json":
+        rows = _json_rows(path, text)
+    else:
+        rows = _tsv_rows(path, text)
+    return {(base / name).resolve(): prov for name, prov in rows}
+
+
+def _cell(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _tsv_rows(path: Path, text: str) -> list[tuple[str, Provenance]]:
+    reader = csv.reader(text.splitlines(), delimiter="\t")
+    header = [name.strip().lower() for name in next(reader, [])]
+
+    def column(*names: str, required: bool = True) -> int | None:
+        for name in names:
+            if name in header:
+                return header.index(name)
+        if required:
+            raise DatasetError(f"{path}: header has no {' or '.join(map(repr, names))} column")
+        return None
+
+    file_col = column("file", "path")
+    source_col = column("source", "source_repo")
+    licence_col = column("licence", "license", required=False)
+    rows = []
+    for number, cells in enumerate(reader, 2):
+        if not any(cell.strip() for cell in cells):
+            continue
+        name = cells[file_col].strip() if file_col < len(cells) else ""
+        if not name:
+            raise DatasetError(f"{path}: line {number} has no file name")
+        source = _cell(cells[source_col]) if source_col < len(cells) else None
+        licence = _cell(cells[licence_col]) if licence_col is not None \
+            and licence_col < len(cells) else None
+        rows.append((name, Provenance(source, licence)))
+    return rows
+
+
+def _json_rows(path: Path, text: str) -> list[tuple[str, Provenance]]:
+    try:
+        table = json.loads(text)
+    except ValueError as exc:
+        raise DatasetError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(table, dict):
+        raise DatasetError(f"{path}: expected an object mapping paths to "
+                           '{"source": ..., "licence": ...}')
+    rows = []
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            raise DatasetError(f"{path}: entry {name!r} is not an object")
+        licence = entry.get("licence", entry.get("license"))
+        rows.append((name, Provenance(_cell(entry.get("source")), _cell(licence))))
+    return rows
