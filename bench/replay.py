@@ -5,13 +5,17 @@ whose main line our board accepts is read into memory first; then the same
 moves are replayed with ``Board.play`` and ``Game.play`` (occupied, suicide and
 positional superko checked, captures counted) and with ``sgfmill.boards.Board.play``
 (captures only: no suicide or superko check). Passes count as moves for both;
-sgfmill has no pass, so it skips them. Run: ``.venv/bin/python bench/replay.py``.
+sgfmill has no pass, so it skips them. It also times the dashboard's score
+estimate on every 20th position of the 19x19 games, against Tromp-Taylor
+scoring of the same positions. Run: ``.venv/bin/python bench/replay.py``.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sgfmill import boards, sgf, sgf_moves
@@ -20,7 +24,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orchestrator.coords import PASS  # noqa: E402
-from orchestrator.rules import BLACK, WHITE, Board, Game, IllegalMove  # noqa: E402
+from orchestrator.rules import (  # noqa: E402
+    BLACK,
+    WHITE,
+    Board,
+    Game,
+    IllegalMove,
+    estimate,
+    tromp_taylor,
+)
 
 REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
 SIZES = (9, 13, 19)
@@ -91,13 +103,42 @@ def replay_sgfmill(records: list[Record]) -> None:
             play(row, col, colour)
 
 
-def best_of(fn, records: list[Record]) -> float:
-    best = float("inf")
+def best_times(
+    fns: dict[str, Callable[[list[Record]], None]], records: list[Record]
+) -> dict[str, float]:
+    """Best wall time of each replay over ROUNDS rounds; the replays take turns
+    within a round so that a burst of load elsewhere hits all of them alike."""
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(ROUNDS):
-        start = time.perf_counter()
-        fn(records)
-        best = min(best, time.perf_counter() - start)
+        for label, fn in fns.items():
+            start = time.perf_counter()
+            fn(records)
+            best[label] = min(best[label], time.perf_counter() - start)
     return best
+
+
+def positions_19(records: list[Record]) -> list[Board]:
+    boards_seen = []
+    for size, _, _, setup, moves in records:
+        if size != 19:
+            continue
+        board = Board(size)
+        board.setup(*setup)
+        for n, (colour, point) in enumerate(moves, 1):
+            board.play(colour, point)
+            if n % 20 == 0:
+                boards_seen.append(board.copy())
+    return boards_seen
+
+
+def time_each(fn: Callable[[Board, float], object], boards_in: list[Board]) -> tuple[float, float]:
+    """Median and 99th percentile seconds per call of ``fn(board, 7.5)``."""
+    times = []
+    for board in boards_in:
+        start = time.perf_counter()
+        fn(board, 7.5)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), statistics.quantiles(times, n=100)[98]
 
 
 def main() -> int:
@@ -113,11 +154,22 @@ def main() -> int:
         f"({', '.join(f'{n} {s}x{s}' for s, n in by_size.items())}), {moves} moves; "
         f"best of {ROUNDS} rounds"
     )
-    reference = best_of(replay_sgfmill, records)
-    print(f"sgfmill Board.play     {moves / reference:>10,.0f} moves/s")
-    for label, fn in (("go19 Board.play", replay_board), ("go19 Game.play", replay_game)):
-        seconds = best_of(fn, records)
+    best = best_times(
+        {"sgfmill Board.play": replay_sgfmill, "go19 Board.play": replay_board,
+         "go19 Game.play": replay_game},
+        records,
+    )
+    reference = best.pop("sgfmill Board.play")
+    print(f"{'sgfmill Board.play':<22} {moves / reference:>10,.0f} moves/s")
+    for label, seconds in best.items():
         print(f"{label:<22} {moves / seconds:>10,.0f} moves/s   {reference / seconds:.2f}x sgfmill")
+    sample = positions_19(records)
+    tt_median, tt_p99 = time_each(tromp_taylor, sample)
+    est_median, est_p99 = time_each(estimate, sample)
+    print(f"{len(sample)} 19x19 positions, ms per call (median / 99th percentile): "
+          f"tromp_taylor {tt_median * 1e3:.3f} / {tt_p99 * 1e3:.3f}, "
+          f"estimate {est_median * 1e3:.3f} / {est_p99 * 1e3:.3f} "
+          f"({est_median / tt_median:.1f}x tromp_taylor)")
     return 0
 
 

@@ -27,7 +27,8 @@ counts them. The life-and-death judgement is a heuristic, and it assumes this:
 So ``margin`` counts stones, territory and the opponent's dead stones, then
 komi; disputed points and dame count for nobody. On a finished board where
 every group has two eyes and no dead stones are left, it equals Tromp-Taylor.
-One pass over the board and its groups: well under a millisecond on 19x19.
+Two flood fills over the board and one pass over its groups: about a
+millisecond on 19x19 (bench/replay.py measures it).
 """
 
 from __future__ import annotations
