@@ -88,7 +88,8 @@ def _line(record: dict) -> str:
         where += f" (game {record['game_index'] + 1})"
     if record["status"] == "rejected":
         return f"{where}: rejected ({record['reason']}): {record['detail']}"
-    text = f"{where}: ok, {record['moves']} moves"
+    moves = record["moves"]
+    text = f"{where}: ok, {moves} move{'' if moves == 1 else 's'}"
     if record["re"]:
         text += f", RE[{record['re']}]"
     if record["tromp_taylor"]:
@@ -111,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"replay: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return 2
     require_size = 19 if args.require_19 else None
+    # File names need not be valid UTF-8; show their odd bytes escaped, never crash.
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="backslashreplace")
     files = 0
     records: list[dict] = []
     try:

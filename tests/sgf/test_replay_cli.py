@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -84,6 +85,14 @@ def test_plain_lines_and_summary(tmp_path: Path) -> None:
         "move 2 W[ee] (E5): occupied",
         "3 files: 3 games ok, 1 rejected (illegal:occupied 1)",
     ]
+
+
+def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.sgf")  # Latin-1 bytes in a file name
+    (tmp_path / name).write_bytes(b"(;SZ[9];B[ee])")
+    result = go19("replay", str(tmp_path))
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert result.stdout.splitlines()[0].endswith("caf\\udce9.sgf: ok, 1 move")
 
 
 def test_require_19_rejects_other_sizes(tmp_path: Path) -> None:
