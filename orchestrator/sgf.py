@@ -20,7 +20,8 @@ Choices where real files disagree with the standard:
 
 - no ``SZ`` means 19; ``tt`` is a pass on boards up to 19x19, like ``B[]``;
 - ``|KM| >= 100`` is Fox's komi x100 (``KM[750]`` = 7.5, ``KM[375]`` = 3.75): no real
-  komi is that large; unreadable komi is 0; a non-integer ``HA`` (``HA[7.5]``) is 0;
+  komi is that large; ``KM[6,5]`` is 6.5; no or unreadable komi is 0; a non-integer
+  ``HA`` (``HA[7.5]``) is 0;
 - setup (``AB``/``AW``/``AE``) may sit in any main-line node and takes effect there,
   before that node's move (a node with both is old-style but seen);
 - several values where one is expected (``CA[UTF-8][UTF-8]``): the first counts;
@@ -441,7 +442,7 @@ def _size(raw: str | None) -> int:
 
 def _komi(raw: str | None) -> float:
     try:
-        komi = float(raw) if raw is not None else 0.0
+        komi = float(raw.replace(",", ".")) if raw is not None else 0.0
     except ValueError:
         return 0.0
     if komi != komi or abs(komi) == float("inf"):
@@ -603,12 +604,13 @@ def read_games(
                     data = fh.read()
             except OSError as exc:
                 raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
-        if not data.strip():
+        text = decode_text(data)[0]
+        if not text.strip():
             raise EmptyFile("empty file")
-        sha1 = hashlib.sha1(data).hexdigest()
-        lines = _main_lines(decode_text(data)[0])
+        lines = _main_lines(text)
         if not lines:
             raise Unparseable("no SGF game tree found")
+        sha1 = hashlib.sha1(data).hexdigest()
         return [_build_game(nodes, sha1, i, require_size) for i, nodes in enumerate(lines)]
     except SgfError as exc:
         if exc.path is None:
@@ -691,16 +693,26 @@ def _number(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _points(name: str, points: Iterable[int], size: int) -> str:
-    letters = "][".join(to_sgf(p, size) for p in points)
-    return f"{name}[{letters}]" if letters else ""
+@cache
+def _letters(size: int) -> dict[int, str]:
+    """Every point of this board as SGF letters, and PASS as the FF[4] empty value."""
+    return {point: spelled for spelled, point in _point_table(size).items() if spelled != "tt"}
 
 
-def _setup_props(setup: Setup, size: int) -> str:
+def _points(name: str, points: Iterable[int], letters: dict[int, str]) -> str:
+    spelled = []
+    for point in points:
+        if point == PASS or point not in letters:
+            raise ValueError(f"{name}: {point} is not a point of the board")
+        spelled.append(letters[point])
+    return f"{name}[{']['.join(spelled)}]" if spelled else ""
+
+
+def _setup_props(setup: Setup, letters: dict[int, str]) -> str:
     return (
-        _points("AE", setup.empty, size)
-        + _points("AB", setup.black, size)
-        + _points("AW", setup.white, size)
+        _points("AE", setup.empty, letters)
+        + _points("AB", setup.black, letters)
+        + _points("AW", setup.white, letters)
     )
 
 
@@ -710,12 +722,14 @@ def write_sgf(game: SgfGame, extra: Mapping[str, str] | None = None) -> bytes:
     in ``root_props`` and ``extra`` as is, then one node per setup and per move with
     the move's :data:`SOURCE_PROP` and ``C``.
 
-    Raises ValueError for a property name that is not upper-case letters only, or a
-    komi that would not read back: 100 or more (Fox's komi x100), infinite or NaN.
+    Raises ValueError for a property name that is not upper-case letters only, a
+    point off the board, or a komi that would not read back: 100 or more (Fox's
+    komi x100), infinite or NaN.
     """
     if not abs(game.komi) < 100:
         raise ValueError(f"komi {game.komi} cannot be written (|KM| >= 100 reads as x100)")
     size = game.size
+    letters = _letters(size)
     props = dict(game.root_props)
     if extra:
         props.update(extra)
@@ -739,20 +753,23 @@ def write_sgf(game: SgfGame, extra: Mapping[str, str] | None = None) -> bytes:
         out.append(f"{name}[{_escape(value)}]")
     setups = list(game.setup)
     if setups and setups[0].before_move == 0 and setups[0].node == 0:
-        out.append(_setup_props(setups.pop(0), size))
+        out.append(_setup_props(setups.pop(0), letters))
     pending = 0
     for number, move in enumerate(game.moves):
         while pending < len(setups) and setups[pending].before_move <= number:
-            out.append("\n;" + _setup_props(setups[pending], size))
+            out.append("\n;" + _setup_props(setups[pending], letters))
             pending += 1
         out.append("\n;B[" if move.color == BLACK else "\n;W[")
-        out.append(to_sgf(move.point, size))
+        spelled = letters.get(move.point)
+        if spelled is None:
+            raise ValueError(f"move {number + 1}: {move.point} is not a point of the board")
+        out.append(spelled)
         out.append("]")
         if move.source is not None:
             out.append(f"{SOURCE_PROP}[{_escape(move.source)}]")
         if move.comment is not None:
             out.append(f"C[{_escape(move.comment)}]")
     for setup in setups[pending:]:
-        out.append("\n;" + _setup_props(setup, size))
+        out.append("\n;" + _setup_props(setup, letters))
     out.append(")\n")
     return "".join(out).encode("utf-8")

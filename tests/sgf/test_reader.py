@@ -84,7 +84,7 @@ def test_ff3_long_property_names_lose_their_lower_case() -> None:
 
 @pytest.mark.parametrize(
     ("km", "komi"),
-    [(b"750", 7.5), (b"375", 3.75), (b"650", 6.5), (b"-750", -7.5), (b"7.5", 7.5),
+    [(b"750", 7.5), (b"375", 3.75), (b"6,5", 6.5), (b"650", 6.5), (b"-750", -7.5), (b"7.5", 7.5),
      (b"99.5", 99.5), (b"11", 11.0), (b"0", 0.0), (b"", 0.0), (b"seven", 0.0)],
 )
 def test_komi_fox_times_100(km: bytes, komi: float) -> None:
@@ -213,6 +213,7 @@ def test_any_charset_label_reads(label: str) -> None:
     [
         (b"", EmptyFile, "empty"),
         (b" \n\t ", EmptyFile, "empty"),
+        (b"\xef\xbb\xbf\r\n", EmptyFile, "empty"),
         (b"hello, not a game", Unparseable, "no SGF game"),
         (b"\x00\x01\x02\xff", Unparseable, "no SGF game"),
         (b"(;SZ[19];B[pd];W[dp]", Truncated, "missing ')'"),

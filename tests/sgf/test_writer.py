@@ -97,8 +97,15 @@ def test_round_trip_sgfmill() -> None:
 def test_writer_refuses_what_would_not_read_back() -> None:
     with pytest.raises(ValueError, match="upper-case letters"):
         write_sgf(SgfGame(root_props={"GO19RUN": "x"}))
-    with pytest.raises(ValueError, match="komi"):
-        write_sgf(SgfGame(komi=150.0))
+    for komi in (150.0, -100.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="komi"):
+            write_sgf(SgfGame(komi=komi))
+    for move in (SgfMove(BLACK, 81), SgfMove(WHITE, -2)):
+        with pytest.raises(ValueError, match="move 2"):
+            write_sgf(SgfGame(size=9, moves=(SgfMove(BLACK, 0), move)))
+    for setup in (Setup(0, black=(81,)), Setup(0, white=(PASS,))):
+        with pytest.raises(ValueError, match="not a point"):
+            write_sgf(SgfGame(size=9, setup=(setup,)))
 
 
 def test_extra_root_props_and_go19_end() -> None:
