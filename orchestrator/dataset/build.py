@@ -122,7 +122,9 @@ class Counts:
         out = {}
         for name in (f.name for f in dataclasses.fields(self)):
             value = getattr(self, name)
-            out[name] = dict(sorted(value.items())) if isinstance(value, Counter) else value
+            if isinstance(value, Counter):
+                value = {key: n for key, n in sorted(value.items()) if n}
+            out[name] = value
         return out
 
 

@@ -128,7 +128,22 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict:
         raise DatasetError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DatasetError(f"{path}: not a {FORMAT} manifest")
+    entries = manifest.get("shards")
+    games = manifest.get("games")
+    if not isinstance(entries, list) or not all(_entry_ok(e, _SHARD_KEYS) for e in entries) \
+            or not _entry_ok(games, _GAMES_KEYS):
+        raise DatasetError(f"{path}: shard list or game table entry missing or malformed")
     return manifest
+
+
+_SHARD_KEYS = {"file": str, "samples": int, "bytes": int, "sha256": str}
+_GAMES_KEYS = {"file": str, "sha256": str}
+
+
+def _entry_ok(entry: object, keys: dict[str, type]) -> bool:
+    return isinstance(entry, dict) and all(
+        isinstance(entry.get(name), kind) for name, kind in keys.items()
+    ) and "/" not in entry["file"] and not entry["file"].startswith(".")
 
 
 def _verified_bytes(path: Path, expected: str, size: int | None = None) -> bytes:
@@ -159,7 +174,7 @@ def read_shard(folder: str | os.PathLike[str], entry: dict) -> dict[str, np.ndar
     """One shard's arrays (see :data:`FIELDS`) from its manifest entry, after
     checking its size and sha256."""
     path = Path(folder) / entry["file"]
-    data = _verified_bytes(path, entry["sha256"], entry.get("bytes"))
+    data = _verified_bytes(path, entry["sha256"], entry["bytes"])
     return _shard_arrays(path, data, entry["samples"])
 
 
