@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "serve",
     "ping",
     "report",
+    "dataset",
 )
 
 
