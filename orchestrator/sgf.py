@@ -54,6 +54,7 @@ BLACK_PLAYER_PROP = "GOXIXB"
 WHITE_PLAYER_PROP = "GOXIXW"
 VOID_PROP = "GOXIXVOID"
 SOURCE_PROP = "GOXIXSRC"
+LATENCY_PROP = "GOXIXMS"  # milliseconds the player took to answer this move
 
 MAX_SIZE = 25  # what the rules Board supports
 
@@ -147,6 +148,7 @@ class SgfMove:
     point: int  # PASS for a pass
     source: str | None = None  # SOURCE_PROP: None when the player's own policy chose it
     comment: str | None = None  # the node's C[]
+    ms: float | None = None  # LATENCY_PROP: how long the player took to answer, if recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,6 +482,17 @@ def _setup_points(values: list[str], table: dict[str, int], size: int, node: int
     return points
 
 
+def _latency(values: list[str] | None) -> float | None:
+    """A GOXIXMS value; anything unreadable is simply not a latency."""
+    if not values:
+        return None
+    try:
+        ms = float(values[0])
+    except ValueError:
+        return None
+    return ms if ms >= 0 and ms == ms and ms != float("inf") else None
+
+
 def _move_point(value: str, table: dict[str, int], size: int, number: int, letter: str) -> int:
     point = table.get(value)
     if point is not None:
@@ -567,6 +580,7 @@ def _build_game(
                     color, point,
                     _simple_text(source[0]) if source else None,
                     _text(comment[0]) if comment else None,
+                    _latency(props.get(LATENCY_PROP)),
                 ))
         index += 1
     return SgfGame(
@@ -767,6 +781,8 @@ def write_sgf(game: SgfGame, extra: Mapping[str, str] | None = None) -> bytes:
         out.append("]")
         if move.source is not None:
             out.append(f"{SOURCE_PROP}[{_escape(move.source)}]")
+        if move.ms is not None:
+            out.append(f"{LATENCY_PROP}[{move.ms:.1f}]")
         if move.comment is not None:
             out.append(f"C[{_escape(move.comment)}]")
     for setup in setups[pending:]:

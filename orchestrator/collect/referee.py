@@ -51,6 +51,7 @@ class PlayedMove:
     color: int
     point: int
     source: str | None  # None: the player's own policy; "opening"; "fallback:<reason>"
+    latency_ms: float | None = None  # how long the player took to answer, when it did
 
 
 @dataclass
@@ -122,6 +123,7 @@ async def play_game(
         name = names[color]
         point: int | None = None
         source: str | None = None
+        elapsed_ms: float | None = None
         ply = game.move_number
         if ply < len(opening) and game.board.is_legal(color, opening[ply]):
             point, source = opening[ply], "opening"
@@ -172,7 +174,7 @@ async def play_game(
                 point = fallback_ai.choose(game.board, color, last_move)
                 source = f"fallback:{failure}"
                 game.play(point)
-        played.append(PlayedMove(color, point, source))
+        played.append(PlayedMove(color, point, source, elapsed_ms))
         last_move = None if point == PASS else point
 
     score = None

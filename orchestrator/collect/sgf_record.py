@@ -38,7 +38,7 @@ def recorded_game_sgf(outcome: GameOutcome, record: dict, version: str) -> bytes
     spec = outcome.spec
     names = {1: spec.black, 2: spec.white}
     moves = tuple(
-        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]))
+        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]), m.latency_ms)
         for m in outcome.moves
     )
     extra = {

@@ -77,6 +77,7 @@ class ColourMoves:
     own: int = 0
     opening: int = 0
     fallback: int = 0
+    latency_ms: tuple[float, ...] = ()  # per-move answer times (GOXIXMS), where recorded
 
 
 @dataclass(frozen=True)
@@ -112,12 +113,15 @@ def _first_error(exc: ValidationError) -> str:
 
 def _colour_moves(moves: Iterable[SgfMove]) -> dict[str, ColourMoves]:
     counts = {BLACK: [0, 0, 0], WHITE: [0, 0, 0]}
+    latency: dict[int, list[float]] = {BLACK: [], WHITE: []}
     for move in moves:
         slot = 0 if move.source is None else 1 if move.source == "opening" else 2
         counts[move.color][slot] += 1
+        if move.ms is not None:
+            latency[move.color].append(move.ms)
     return {
-        "black": ColourMoves(*counts[BLACK]),
-        "white": ColourMoves(*counts[WHITE]),
+        "black": ColourMoves(*counts[BLACK], tuple(latency[BLACK])),
+        "white": ColourMoves(*counts[WHITE], tuple(latency[WHITE])),
     }
 
 

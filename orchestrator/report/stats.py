@@ -187,6 +187,14 @@ def pooled_latency(summaries: Iterable[tuple[int, float, float, float]]) -> dict
     return {"n": int(samples.size), "p50": p50, "p95": p95, "p99": p99, "max": round(top, 2)}
 
 
+def exact_latency(samples: list[float]) -> dict:
+    """p50/p95/p99 over every recorded per-move answer time (GOXIXMS)."""
+    arr = np.asarray(samples)
+    p50, p95, p99 = (round(float(v), 2) for v in np.percentile(arr, [50, 95, 99]))
+    return {"n": int(arr.size), "p50": p50, "p95": p95, "p99": p99,
+            "max": round(float(arr.max()), 2), "method": "exact"}
+
+
 def _players(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict[str, dict]:
     names = sorted({n for g in games for n in (g.line.black, g.line.white)})
     meta: dict[str, dict] = {n: {} for n in names}
@@ -194,6 +202,9 @@ def _players(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict
     asked: Counter = Counter()
     fallbacks: dict[str, Counter] = {n: Counter() for n in names}
     latency: dict[str, list] = {n: [] for n in names}
+    # Exact samples from the SGFs; usable only if every game's journal count matches.
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    exact: dict[str, bool] = {n: True for n in names}
     games_played: Counter = Counter()
     estimated = Counter()
     for game in games:
@@ -210,6 +221,14 @@ def _players(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict
             lat = line.latency_ms.get(name)
             if lat is not None and lat.n and None not in (lat.p50, lat.p95, lat.max):
                 latency[name].append((lat.n, lat.p50, lat.p95, lat.max))
+            recorded = [] if game.moves is None else [
+                ms for colour in ("black", "white")
+                if getattr(line, colour) == name
+                for ms in game.moves[colour].latency_ms
+            ]
+            if lat is not None and lat.n:
+                exact[name] = exact[name] and len(recorded) == lat.n
+            samples[name].extend(recorded)
     out = {}
     for name in names:
         split = split_by_colour(outcomes, name)
@@ -235,7 +254,10 @@ def _players(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict
             },
             "illegal": illegal,
             "illegal_rate": illegal / n_asked if n_asked else None,
-            "latency_ms": {**pooled_latency(latency[name]), "method": "approx-per-game"},
+            "latency_ms": (
+                exact_latency(samples[name]) if exact[name] and samples[name]
+                else {**pooled_latency(latency[name]), "method": "approx-per-game"}
+            ),
         }
     return out
 
@@ -402,7 +424,8 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
     ratings = _ratings(outcomes, anchor, warn)
     players = _players(games, outcomes)
     notes = []
-    if any(p["latency_ms"]["n"] for p in players.values()):
+    if any(p["latency_ms"]["n"] and p["latency_ms"]["method"] != "exact"
+           for p in players.values()):
         notes.append(f"latency percentiles are {LATENCY_METHOD_APPROX}")
     if any(g.line.black == g.line.white for g in games):
         notes.append("self-play games count in totals and fallback rates, not in results")

@@ -235,3 +235,30 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     assert sorted(r["sgf"] for r in records) == sorted(games)
     assert sorted(r["slot"] for r in records) == list(range(8))
     assert len({r["game"] for r in records}) == 8
+
+
+async def test_per_move_latency_is_recorded_and_reported_exactly(tmp_path: Path) -> None:
+    import numpy as np
+
+    from orchestrator.report.build import write_report
+
+    summary = await run_collect(matchup(tmp_path), tmp_path, games=2)
+    samples: dict[str, list[float]] = {"strong": [], "weak": []}
+    for record in journal(summary.run_dir):
+        game = sgf.Sgf_game.from_bytes((summary.run_dir / record["sgf"]).read_bytes())
+        names = {"b": record["black"], "w": record["white"]}
+        per_game = {"strong": 0, "weak": 0}
+        for node in game.get_main_sequence()[1:]:
+            if node.has_property("GOXIXMS"):
+                colour, _ = node.get_move()
+                samples[names[colour]].append(float(node.get("GOXIXMS")))
+                per_game[names[colour]] += 1
+        for name, count in per_game.items():
+            assert record["latency_ms"][name]["n"] == count
+    report = write_report([summary.run_dir], tmp_path / "report")
+    for name, values in samples.items():
+        latency = report["players"][name]["latency_ms"]
+        assert latency["method"] == "exact"
+        assert latency["n"] == len(values)
+        assert abs(latency["p50"] - float(np.percentile(values, 50))) < 0.01
+        assert abs(latency["p99"] - float(np.percentile(values, 99))) < 0.01
