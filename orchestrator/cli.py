@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "ping",
     "report",
     "dataset",
+    "label",
 )
 
 

@@ -1,0 +1,163 @@
+"""`go19 label INPUT... --out DIR`: KataGo labels for every position the dataset build reads."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import trio
+
+import orchestrator
+from orchestrator.dataset.shards import DatasetError
+from orchestrator.label.config import KataGoPaths
+from orchestrator.label.games import select_games
+from orchestrator.label.progress import PlainReporter, RichReporter
+from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOptions
+from orchestrator.label.store import LabelError, LabelWriter
+
+PREPARED = ".katago"
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "label",
+        help="KataGo labels (policy, best move, winrate, score) for every position",
+        description="Ask KataGo's analysis engine about every position of every game the "
+        "dataset build would read (19x19 games that replay legally; void games skipped) "
+        "and write .npz shards plus labels.json (docs/labels.md). Without --katago/--model/"
+        "--config it uses the CPU KataGo that `make katago` prepares in .katago/: slow "
+        "(about a position a second), for tests and small demos; use --max-games and "
+        "--max-moves there.",
+    )
+    parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
+                        help="SGF file or folder (searched recursively)")
+    parser.add_argument("--out", type=Path, required=True, help="label folder to write")
+    parser.add_argument("--katago", type=Path, metavar="BIN", help="KataGo binary")
+    parser.add_argument("--model", type=Path, metavar="FILE", help="KataGo net")
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="analysis config (reportAnalysisWinratesAs = BLACK is assumed)")
+    parser.add_argument("--visits", type=_positive, default=1, metavar="N",
+                        help="visits per position (default 1: the raw net)")
+    parser.add_argument("--ownership", action="store_true",
+                        help="also store the 361 ownership values per position")
+    parser.add_argument("--max-in-flight", type=_positive, default=4, metavar="N",
+                        help="games queried at once (default 4)")
+    parser.add_argument("--max-restarts", type=_count, default=3, metavar="N",
+                        help="KataGo restarts in a row without a finished game (default 3)")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on in an existing --out: skip games already labelled")
+    parser.add_argument("--max-games", type=_positive, metavar="N",
+                        help="label only the first N games the build would use")
+    parser.add_argument("--max-moves", type=_positive, metavar="N",
+                        help="label only the positions before moves 1..N of each game")
+    parser.set_defaults(func=run)
+
+
+def prepared_katago() -> KataGoPaths | None:
+    """The KataGo ``make katago`` prepared: in the working folder, else in the repository
+    this package lives in."""
+    for root in (Path.cwd() / PREPARED, Path(orchestrator.__file__).resolve().parents[1]
+                 / PREPARED):
+        paths = KataGoPaths(root.resolve())
+        if not paths.missing():
+            return paths
+    return None
+
+
+def engine_files(args: argparse.Namespace) -> EngineFiles:
+    given = (args.katago, args.model, args.config)
+    if all(given):
+        binary, model, config = given
+    else:
+        prepared = prepared_katago()
+        if prepared is None:
+            raise LabelError("no KataGo: run `make katago` first, or pass "
+                             "--katago/--model/--config")
+        binary = args.katago or prepared.binary
+        model = args.model or prepared.model
+        config = args.config or prepared.config
+    for path, what in ((binary, "--katago"), (model, "--model"), (config, "--config")):
+        if not Path(path).is_file():
+            raise LabelError(f"{what} {path}: no such file")
+    return EngineFiles(Path(binary), Path(model), Path(config), args.out / "katago.log")
+
+
+def _summary(run: LabelRun, out: Path, games: list, void_files: int) -> str:
+    r = run.result
+    skipped = {}
+    for game in games:
+        if game.status != "ok":
+            name = f"{game.status} {game.reason}" if game.reason else game.status
+            skipped[name] = skipped.get(name, 0) + 1
+    not_used = ", ".join(f"{k} {n}" for k, n in sorted(skipped.items())) or "none"
+    return "\n".join([
+        f"{out}: {r.labelled}/{r.games} games labelled ({r.positions} positions) in "
+        f"{r.seconds:.0f} s, {r.rate:.2f} positions/s while KataGo ran",
+        f"  already labelled {r.already}; KataGo errors {r.errors}; engine restarts "
+        f"{r.restarts}",
+        f"  not for the dataset: {not_used}; void files {void_files}",
+    ])
+
+
+def run(args: argparse.Namespace) -> int:
+    options = RunOptions(visits=args.visits, ownership=args.ownership,
+                         max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
+    try:
+        files = engine_files(args)
+        games, void_files = select_games(args.inputs, max_games=args.max_games,
+                                         max_moves=args.max_moves)
+        writer = LabelWriter.open(args.out, options.settings(args.max_moves), map(
+            str, args.inputs), resume=args.resume)
+    except (LabelError, DatasetError) as exc:
+        print(f"label: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"label: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    tty = sys.stderr.isatty()
+    reporter = RichReporter() if tty else PlainReporter()
+    label_run = LabelRun(writer, files, options, reporter)
+    status, finished = 0, False
+    try:
+        with reporter if tty else nullcontext():
+            trio.run(label_run.run, games)
+        finished = True
+    except LabelRunError as exc:
+        print(f"label: {exc}", file=sys.stderr)
+        status = 1
+    except LabelError as exc:  # a resumed folder made with another model
+        print(f"label: {exc}", file=sys.stderr)
+        status = 2
+    finally:
+        result = label_run.result
+        writer.add_run({"seconds": round(result.seconds, 3),
+                        "querying_seconds": round(result.querying_seconds, 3),
+                        "games": result.games, "labelled": result.labelled,
+                        "positions": result.positions, "errors": result.errors,
+                        "restarts": result.restarts, "max_in_flight": options.max_in_flight,
+                        "max_games": args.max_games, "finished": finished})
+        writer.flush()
+    print(_summary(label_run, args.out, games, void_files))
+    return status

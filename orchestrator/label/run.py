@@ -1,0 +1,255 @@
+"""Label games with one KataGo analysis engine kept busy.
+
+Up to ``max_in_flight`` games are asked at once, each as one ``analyzeTurns`` query per
+segment (:mod:`orchestrator.label.games`) with priority ``-n`` for the n-th game, so
+KataGo's threads always have queued turns and earlier games finish first. Answers come
+back in any order and are matched to their game by the client (query id) and to their
+row here (turn number).
+
+Faults: a query KataGo rejects makes that game an ``error`` (one line) and the run goes
+on. If KataGo dies, every game in flight goes back to the queue (its partial answers
+dropped) and a new engine starts; after ``max_restarts`` deaths in a row with no game
+finished in between, the run stops with :class:`LabelRunError` (finished games are kept).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import trio
+
+from orchestrator.coords import PASS
+from orchestrator.label.engine import (
+    GO19_RULES,
+    AnalysisResponse,
+    KataGoDied,
+    KataGoEngine,
+    KataGoQueryError,
+    open_katago,
+)
+from orchestrator.label.games import LabelGame
+from orchestrator.label.store import PASS_INDEX, LabelWriter, empty_labels
+
+
+class LabelRunError(Exception):
+    """The run cannot go on (KataGo does not start, or keeps dying); one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineFiles:
+    binary: Path
+    model: Path
+    config: Path
+    log: Path
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    visits: int = 1
+    ownership: bool = False
+    max_in_flight: int = 4
+    max_restarts: int = 3
+
+    def settings(self, max_moves: int | None) -> dict[str, Any]:
+        """What a label folder must keep equal across resumed runs."""
+        return {"visits": self.visits, "ownership": self.ownership, "max_moves": max_moves,
+                "rules": dict(GO19_RULES), "report_as": "BLACK"}
+
+
+class Reporter(Protocol):
+    """Where the run says how it goes (a progress bar, plain lines, a test)."""
+
+    def start(self, games: int, positions: int) -> None: ...
+    def engine_started(self, pid: int) -> None: ...
+    def advance(self, positions: int) -> None: ...  # negative when answers are dropped
+    def game_done(self, game: LabelGame) -> None: ...
+    def message(self, line: str) -> None: ...
+
+
+@dataclass
+class RunResult:
+    games: int = 0  # games asked about in this run
+    positions: int = 0  # positions labelled in this run
+    labelled: int = 0  # games labelled in this run
+    already: int = 0  # games skipped because the folder has them (resume)
+    errors: int = 0
+    restarts: int = 0
+    seconds: float = 0.0
+    querying_seconds: float = 0.0  # engines up and answering (starts excluded)
+    engine: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.positions / self.querying_seconds if self.querying_seconds else 0.0
+
+
+class _Queue:
+    """Games to ask, earliest first; a game whose engine died goes back in its place."""
+
+    def __init__(self, games: Sequence[LabelGame]) -> None:
+        self._heap = list(enumerate(games))  # already a heap: orders ascend
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def pop(self) -> tuple[int, LabelGame] | None:
+        return heapq.heappop(self._heap) if self._heap else None
+
+    def put_back(self, order: int, game: LabelGame) -> None:
+        heapq.heappush(self._heap, (order, game))
+
+
+def _fill(arrays: dict[str, np.ndarray], row: int, r: AnalysisResponse, ownership: bool) -> None:
+    arrays["policy"][row] = r.policy
+    best = r.best_move
+    arrays["best_move"][row] = PASS_INDEX if best == PASS else best
+    arrays["winrate"][row] = np.nan if r.winrate is None else r.winrate
+    arrays["score_lead"][row] = np.nan if r.score_lead is None else r.score_lead
+    arrays["visits"][row] = r.visits
+    if ownership:
+        arrays["ownership"][row] = r.ownership
+
+
+def _first(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
+class LabelRun:
+    """One run; ``result`` says how far it got, also after :class:`LabelRunError` or an
+    interruption. The caller flushes the writer afterwards, whatever happened."""
+
+    def __init__(self, writer: LabelWriter, files: EngineFiles, options: RunOptions,
+                 reporter: Reporter) -> None:
+        self.writer = writer
+        self.files = files
+        self.options = options
+        self.reporter = reporter
+        self.result = RunResult()
+        self.finished_since_restart = False
+
+    async def _label(self, engine: KataGoEngine, order: int, game: LabelGame) -> None:
+        arrays = empty_labels(game, self.options.ownership)
+        warnings: set[str] = set()
+        answered = 0
+        try:
+            for segment in game.segments:
+                stream = engine.analyze_game_stream(
+                    segment.moves, komi=game.komi, initial_stones=segment.initial_stones,
+                    initial_player=segment.initial_player, rules=GO19_RULES,
+                    analyze_turns=range(segment.rows), max_visits=self.options.visits,
+                    include_policy=True, include_ownership=self.options.ownership,
+                    priority=-order,
+                )
+                async with aclosing(stream) as answers:
+                    async for response in answers:
+                        _fill(arrays, segment.first + response.turn, response,
+                              self.options.ownership)
+                        warnings.update(response.warnings)
+                        answered += 1
+                        self.reporter.advance(1)
+        except KataGoDied:
+            self.reporter.advance(-answered)
+            raise
+        except KataGoQueryError as exc:
+            self.reporter.advance(game.positions - answered)  # the bar counts it as done
+            self.result.errors += 1
+            self.writer.record(game, "error", "katago", exc.message, warnings)
+            self.reporter.message(f"error: {game.where}: {exc}")
+            self.reporter.game_done(game)
+            return
+        if warnings:
+            self.reporter.message(f"warning: {game.where}: KataGo: {'; '.join(sorted(warnings))}")
+        self.writer.add(game, arrays, warnings)
+        self.result.labelled += 1
+        self.result.positions += game.positions
+        self.finished_since_restart = True
+        self.reporter.game_done(game)
+
+    async def _worker(self, engine: KataGoEngine, queue: _Queue) -> None:
+        while (item := queue.pop()) is not None:
+            order, game = item
+            try:
+                await self._label(engine, order, game)
+            except KataGoDied:
+                queue.put_back(order, game)
+                raise
+
+    async def _session(self, queue: _Queue) -> None:
+        files = self.files
+        async with open_katago(files.binary, files.model, files.config, files.log) as engine:
+            if not self.result.engine:
+                models = await engine.query_models()
+                self.result.engine = {
+                    "version": engine.version,
+                    "model_names": [m.get("internalName") for m in models],
+                    "models": models, "binary": str(files.binary), "model": str(files.model),
+                    "config": str(files.config),
+                }
+                self.writer.set_engine(self.result.engine)
+            self.reporter.engine_started(engine.pid)
+            ready = time.monotonic()
+            try:
+                async with trio.open_nursery() as nursery:
+                    for _ in range(min(self.options.max_in_flight, len(queue))):
+                        nursery.start_soon(self._worker, engine, queue)
+            finally:
+                self.result.querying_seconds += time.monotonic() - ready
+
+    async def run(self, games: Sequence[LabelGame]) -> RunResult:
+        """Ask KataGo about every position of ``games`` not yet in the writer's folder."""
+        started = time.monotonic()
+        try:
+            await self._run(games)
+        finally:
+            self.result.seconds = time.monotonic() - started
+        return self.result
+
+    async def _run(self, games: Sequence[LabelGame]) -> None:
+        todo = self._plan(games)
+        queue = _Queue(todo)
+        self.result.games = len(todo)
+        self.reporter.start(len(todo), sum(g.positions for g in todo))
+        deaths = 0
+        while len(queue):
+            self.finished_since_restart = False
+            try:
+                await self._session(queue)
+            except* KataGoDied as group:
+                death = _first(group)
+                if not self.result.engine:
+                    raise LabelRunError(f"KataGo did not start: {death}") from None
+                deaths = 1 if self.finished_since_restart else deaths + 1
+                if deaths > self.options.max_restarts:
+                    raise LabelRunError(f"KataGo died {deaths} times in a row without "
+                                        f"finishing a game; last: {death}") from None
+                self.result.restarts += 1
+                self.reporter.message(f"KataGo died ({death}); restarting with {len(queue)} "
+                                      f"games to go ({deaths}/{self.options.max_restarts})")
+
+    def _plan(self, games: Sequence[LabelGame]) -> list[LabelGame]:
+        """Account for games not to ask and return the others, in input order."""
+        done = self.writer.labelled()
+        todo: list[LabelGame] = []
+        queued: set[str] = set()
+        for game in games:
+            if game.status != "ok":
+                self.writer.record(game, game.status, game.reason, game.detail)
+            elif game.ident in done:
+                self.result.already += 1
+            elif game.ident not in queued:  # a file given twice is labelled once
+                queued.add(game.ident)
+                if game.positions:
+                    todo.append(game)
+                else:
+                    self.writer.add(game, empty_labels(game, self.options.ownership))
+        return todo
+
