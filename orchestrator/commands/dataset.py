@@ -11,6 +11,8 @@ from pathlib import Path
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
 from orchestrator.dataset.shards import write_atomic
+from orchestrator.label.join import TARGETS, LabelJoin
+from orchestrator.label.store import LabelError, LabelSet
 
 
 def _positive(text: str) -> int:
@@ -79,6 +81,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="samples per shard (default 65536)")
     b.add_argument("--compress", action="store_true",
                    help="deflate shards (about 10x smaller, much slower to write)")
+    b.add_argument("--labels", type=Path, metavar="DIR",
+                   help="join KataGo labels written by `go19 label` (docs/labels.md)")
+    b.add_argument("--target", choices=TARGETS, default="played",
+                   help="with --labels: the sample's move is the played one (KataGo's "
+                   "fields ride along) or KataGo's best move (policy as soft target)")
+    b.add_argument("--allow-missing-labels", action="store_true",
+                   help="with --labels: keep positions without a label (label fields "
+                   "NaN / -1) instead of dropping them")
     b.set_defaults(func=run_build)
 
     c = commands.add_parser(
@@ -116,12 +126,33 @@ def _summary(manifest: dict, out: Path) -> str:
         f"  positions {c['positions']}: excluded {excluded}; duplicates {c['duplicates']}; "
         f"not picked {c['not_picked']}",
         "  provenance: " + ", ".join(f"{k} {n}" for k, n in c["provenance"].items()),
+        *_labels_line(manifest.get("labels")),
     ])
+
+
+def _labels_line(labels: dict | None) -> list[str]:
+    if labels is None:
+        return []
+    agreement = "n/a" if labels["agreement"] is None else f"{100 * labels['agreement']:.1f} %"
+    missing = "kept" if labels["keep_missing"] else "dropped"
+    return [f"  labels ({labels['target']}): {labels['labelled']} positions labelled, "
+            f"{labels['missing']} without a label ({missing}; key mismatch "
+            f"{labels['key_mismatch']}); played move = KataGo's in {agreement} of "
+            f"{labels['samples_labelled']} labelled samples"]
+
+
+def _join(args: argparse.Namespace) -> LabelJoin | None:
+    if args.labels is None:
+        if args.target != "played" or args.allow_missing_labels:
+            raise DatasetError("--target katago and --allow-missing-labels need --labels DIR")
+        return None
+    return LabelJoin(LabelSet(args.labels), args.target, args.allow_missing_labels)
 
 
 def run_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
+        join = _join(args)
         options = BuildOptions(
             winner_only=args.winner_only, tactical_bias=args.tactical_bias,
             tactics_only=args.tactics_only, max_per_game=args.max_per_game,
@@ -133,9 +164,9 @@ def run_build(args: argparse.Namespace) -> int:
         manifest = build(
             args.inputs, args.out, options, provenance=args.source_manifest,
             workers=args.workers, force=args.force,
-            progress=_progress(started) if sys.stderr.isatty() else None,
+            progress=_progress(started) if sys.stderr.isatty() else None, join=join,
         )
-    except DatasetError as exc:
+    except (DatasetError, LabelError) as exc:
         print(f"dataset build: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

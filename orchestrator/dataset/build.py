@@ -39,10 +39,11 @@ import random
 import shutil
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -75,6 +76,18 @@ BATCH_FILES = 16  # files per worker task: big enough to amortise pickling, smal
 # A per-game step after the built-in target filters: given the game and its
 # remaining rows, return the rows to keep (a subset, perhaps with ``move`` replaced).
 Stage = Callable[[GameRead, Positions], Positions]
+
+
+class Join(Protocol):
+    """Per-position fields from elsewhere (KataGo labels: orchestrator.label.join): its
+    ``stage`` runs after the other stages, ``values`` gives the extra ``fields`` of the
+    rows finally kept, ``summary`` goes into the manifest as ``labels``."""
+
+    fields: Mapping[str, tuple[np.dtype, tuple[int, ...]]]
+
+    def stage(self, game: GameRead, positions: Positions) -> Positions: ...
+    def values(self, game: GameRead, positions: Positions) -> dict[str, np.ndarray]: ...
+    def summary(self) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -173,12 +186,15 @@ def pick(positions: Positions, n: int, tactical_bias: bool, rng: random.Random) 
 
 class _Builder:
     def __init__(self, folder: Path, options: BuildOptions,
-                 provenance: dict[Path, Provenance], stages: Sequence[Stage]) -> None:
+                 provenance: dict[Path, Provenance], stages: Sequence[Stage],
+                 join: Join | None = None) -> None:
         self.options = options
         self.provenance = provenance
-        self.stages = stages
+        self.stages = [*stages, join.stage] if join is not None else stages
+        self.join = join
         self.counts = Counts()
-        self.writer = ShardWriter(folder, options.shard_size, options.compress)
+        self.writer = ShardWriter(folder, options.shard_size, options.compress,
+                                  join.fields if join is not None else None)
         self.seen = SeenPositions() if options.dedup else None
         self.table = open(folder / GAMES, "w", encoding="utf-8")
         self.rows = 0
@@ -226,7 +242,8 @@ class _Builder:
             positions = positions.take(pick(positions, limit, self.options.tactical_bias, rng))
         if self.seen is not None:
             self.seen.add(positions.key)
-        self.writer.add(positions, game.winner, self.rows)
+        extra = self.join.values(game, positions) if self.join is not None else None
+        self.writer.add(positions, game.winner, self.rows, extra)
         self.counts.samples += len(positions)
         tactical = positions.tactical
         for flag in Tactics:
@@ -319,6 +336,7 @@ def build(
     force: bool = False,
     stages: Sequence[Stage] = (),
     progress: Callable[[Counts], None] | None = None,
+    join: Join | None = None,
 ) -> dict:
     """Build a dataset folder at ``out`` from SGF files and folders; return its manifest.
 
@@ -334,7 +352,7 @@ def build(
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
     partial.mkdir()
-    builder = _Builder(partial, options, table, stages)
+    builder = _Builder(partial, options, table, stages, join)
     try:
         builder.counts.files, builder.counts.void_files = len(files), void_files
         for n, game in enumerate(read_all([str(f) for f in files], workers), 1):
@@ -350,8 +368,8 @@ def build(
             "provenance_manifest": str(provenance) if provenance is not None else None,
             "options": dataclasses.asdict(options),
             "pass_move": AREA,
-            "fields": {name: {"dtype": dtype.name, "shape": list(shape)}
-                       for name, (dtype, shape) in FIELDS.items()},
+            "fields": {name: {"dtype": dtype.name, "shape": list(shape)} for name, (
+                dtype, shape) in {**FIELDS, **(join.fields if join else {})}.items()},
             "counts": builder.counts.as_dict(),
             "dedup": {"enabled": options.dedup,
                       "key": "64-bit Zobrist hash of stones ^ key(side to move, ko point)",
@@ -361,6 +379,8 @@ def build(
             "shards": builder.writer.shards,
             "build": {"workers": workers, "seconds": round(time.monotonic() - started, 3)},
         }
+        if join is not None:
+            manifest["labels"] = join.summary()
         write_atomic(partial / MANIFEST,
                      (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode())
         _publish(partial, out)

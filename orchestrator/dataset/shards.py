@@ -14,7 +14,7 @@ import io
 import json
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -65,20 +65,24 @@ class ShardWriter:
     last one smaller). Rows are copied into arrays allocated once, so memory stays
     at one shard whatever the dataset's size."""
 
-    def __init__(self, folder: Path, shard_size: int, compress: bool = False) -> None:
+    def __init__(self, folder: Path, shard_size: int, compress: bool = False,
+                 extra_fields: Mapping[str, tuple[np.dtype, tuple[int, ...]]] | None = None
+                 ) -> None:
         self.folder = folder
         self.shard_size = shard_size
         self.compress = compress
         self.shards: list[dict] = []
+        # extra_fields: per-sample arrays from a join (e.g. KataGo labels), after FIELDS.
         self._rows = {name: np.empty((shard_size, *shape), dtype)
-                      for name, (dtype, shape) in FIELDS.items()}
+                      for name, (dtype, shape) in {**FIELDS, **(extra_fields or {})}.items()}
         self._n = 0
 
     @property
     def samples(self) -> int:
         return sum(entry["samples"] for entry in self.shards) + self._n
 
-    def add(self, positions: Positions, winner: int, game: int) -> None:
+    def add(self, positions: Positions, winner: int, game: int,
+            extra: Mapping[str, np.ndarray] | None = None) -> None:
         rows = self._rows
         start = 0
         while start < len(positions):
@@ -89,6 +93,8 @@ class ShardWriter:
                 rows[name][dst] = getattr(positions, name)[src]
             rows["winner"][dst] = winner
             rows["game"][dst] = game
+            for name, values in (extra or {}).items():
+                rows[name][dst] = values[src]
             self._n += count
             start += count
             if self._n == self.shard_size:
