@@ -71,7 +71,7 @@ from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, re
 from orchestrator.rules.tactics import Tactics
 
 SHARD_SIZE = 1 << 16
-BATCH_FILES = 16  # files per worker task: big enough to amortise pickling, small for balance
+BATCH_BYTES = 128 * 1024
 
 # A per-game step after the built-in target filters: given the game and its
 # remaining rows, return the rows to keep (a subset, perhaps with ``move`` replaced).
@@ -141,22 +141,39 @@ class Counts:
         return out
 
 
+def _batches(files: Sequence[str]) -> Iterator[list[str]]:
+    """Files grouped into worker tasks of about BATCH_BYTES of SGF: a task's result
+    (about 400 bytes per move, some 60 times the SGF's size) stays a few MB."""
+    batch: list[str] = []
+    size = 0
+    for path in files:
+        batch.append(path)
+        try:
+            size += os.path.getsize(path)
+        except OSError:
+            pass  # the worker reports it
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
 def read_all(files: Sequence[str], workers: int) -> Iterator[GameRead]:
     """Every game of ``files`` in order, read in ``workers`` processes.
 
-    At most ``4 * workers`` batches are in flight, so a slow consumer holds back
-    the workers instead of piling up results in memory.
+    At most ``2 * workers`` tasks are in flight, so a slow consumer holds back the
+    workers instead of piling up their results in memory.
     """
     if workers <= 1:
         for path in files:
             yield from read_file(path)
         return
-    batches = [list(files[i:i + BATCH_FILES]) for i in range(0, len(files), BATCH_FILES)]
     with multiprocessing.get_context().Pool(workers) as pool:
         pending: deque = deque()
-        for batch in batches:
+        for batch in _batches(files):
             pending.append(pool.apply_async(read_files, (batch,)))
-            if len(pending) >= 4 * workers:
+            if len(pending) >= 2 * workers:
                 for games in pending.popleft().get():
                     yield from games
         while pending:
