@@ -79,8 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="processes reading and replaying (output is the same for any N)")
     b.add_argument("--shard-size", type=_positive, default=1 << 16, metavar="N",
                    help="samples per shard (default 65536)")
-    b.add_argument("--compress", action="store_true",
-                   help="deflate shards (about 10x smaller, much slower to write)")
+    b.add_argument("--no-compress", action="store_true",
+                   help="store shards without deflate (the default deflates: boards of one "
+                   "game differ by a stone or two, so shards are ~50x smaller)")
     b.add_argument("--labels", type=Path, metavar="DIR",
                    help="join KataGo labels written by `go19 label` (docs/labels.md)")
     b.add_argument("--target", choices=TARGETS, default="played",
@@ -159,7 +160,7 @@ def run_build(args: argparse.Namespace) -> int:
             dedup=not args.no_dedup, include_fallback=args.include_fallback,
             min_moves=args.min_moves, seed=args.seed,
             require_provenance=args.require_provenance, shard_size=args.shard_size,
-            compress=args.compress,
+            compress=not args.no_compress,
         )
         manifest = build(
             args.inputs, args.out, options, provenance=args.source_manifest,

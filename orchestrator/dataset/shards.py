@@ -65,7 +65,7 @@ class ShardWriter:
     last one smaller). Rows are copied into arrays allocated once, so memory stays
     at one shard whatever the dataset's size."""
 
-    def __init__(self, folder: Path, shard_size: int, compress: bool = False,
+    def __init__(self, folder: Path, shard_size: int, compress: bool = True,
                  extra_fields: Mapping[str, tuple[np.dtype, tuple[int, ...]]] | None = None
                  ) -> None:
         self.folder = folder

@@ -1,0 +1,243 @@
+"""Speed and memory of `go19 dataset build`.
+
+1. The real corpus (../shared/sgf/real, read from disk, page cache warm), one core:
+   the reference is go19's reader plus ``replay_positions`` with nothing kept (the
+   least any build must do: parse, and every move under the rules); then the
+   whole build, then the build with ``--workers 2``.
+2. Where a build's time goes, per move: parse, replay, the sample extraction
+   (board mirror, tactics, keys), and writing shards (plain vs deflated .npz).
+3. Peak memory (ru_maxrss, each size in its own subprocess) of builds over a
+   synthetic corpus of N games, real 19x19 games repeated with a distinct
+   ``GN[]`` each (so distinct files and SHA-1s), 100 games per file. Dedup would
+   drop every copy's positions, so these builds run ``--no-dedup --max-per-game 8``
+   (the writer and game table at full size, shards kept small on disk); the dedup
+   index's own growth is measured apart, on random keys.
+
+Run: ``.venv/bin/python bench/dataset.py [--sizes 10000 100000] [--workers 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from orchestrator.dataset import BuildOptions, build, load  # noqa: E402
+from orchestrator.dataset.dedup import SeenPositions  # noqa: E402
+from orchestrator.dataset.samples import _positions  # noqa: E402
+from orchestrator.dataset.shards import ShardWriter  # noqa: E402
+from orchestrator.dataset.sources import find_sgf_files  # noqa: E402
+from orchestrator.sgf import SgfError, read_games, replay_positions, write_sgf  # noqa: E402
+
+REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
+GAMES_PER_FILE = 100
+
+
+def reference(paths: list[Path]) -> tuple[int, int, float]:
+    """Games and moves replayed, seconds: read + replay_positions, nothing kept."""
+    games = moves = 0
+    start = time.perf_counter()
+    for path in paths:
+        try:
+            read = read_games(path, require_size=19)
+        except SgfError:
+            continue
+        for game in read:
+            try:
+                for _ in replay_positions(game):
+                    moves += 1
+            except SgfError:
+                continue
+            games += 1
+    return games, moves, time.perf_counter() - start
+
+
+def timed_build(inputs: list[Path], out: Path, workers: int, **options) -> tuple[dict, float]:
+    start = time.perf_counter()
+    manifest = build(inputs, out, BuildOptions(**options), workers=workers, force=True)
+    return manifest, time.perf_counter() - start
+
+
+def breakdown(paths: list[Path]) -> None:
+    data = [p.read_bytes() for p in paths]
+    start = time.perf_counter()
+    games = []
+    for blob in data:
+        try:
+            games += read_games(blob, require_size=19)
+        except SgfError:
+            pass
+    parse = time.perf_counter() - start
+    start = time.perf_counter()
+    moves = 0
+    for game in games:
+        try:
+            for _ in replay_positions(game):
+                moves += 1
+        except SgfError:
+            pass
+    replay = time.perf_counter() - start
+    start = time.perf_counter()
+    kept = []
+    for game in games:
+        try:
+            kept.append(_positions(game))
+        except SgfError:
+            pass
+    extract = time.perf_counter() - start - replay
+    print(f"  per move ({moves} moves): parse {parse / moves * 1e6:.1f} us, "
+          f"replay {replay / moves * 1e6:.1f} us, "
+          f"extraction (mirror, tactics, keys) {extract / moves * 1e6:.1f} us")
+    with tempfile.TemporaryDirectory() as tmp:
+        for compress in (False, True):
+            writer = ShardWriter(Path(tmp), 1 << 16, compress)
+            start = time.perf_counter()
+            for i, positions in enumerate(kept):
+                writer.add(positions, 1, i)
+            writer.flush()
+            took = time.perf_counter() - start
+            size = sum(entry["bytes"] for entry in writer.shards)
+            print(f"  shards {'deflated' if compress else 'plain   '}: {writer.samples} samples "
+                  f"in {took:.2f} s ({writer.samples / took / 1e3:.0f}k samples/s), "
+                  f"{size / writer.samples:.0f} bytes/sample")
+            for entry in writer.shards:
+                (Path(tmp) / entry["file"]).unlink()
+
+
+def synthetic_corpus(folder: Path, games: int, templates: list[bytes]) -> None:
+    """``games`` copies of the templates, 100 per file, each with its own GN[]."""
+    folder.mkdir(parents=True)
+    for first in range(0, games, GAMES_PER_FILE):
+        trees = [templates[i % len(templates)].replace(b"@COPY@", str(i).encode())
+                 for i in range(first, min(first + GAMES_PER_FILE, games))]
+        (folder / f"synthetic-{first // GAMES_PER_FILE:05d}.sgf").write_bytes(b"".join(trees))
+
+
+def templates(paths: list[Path]) -> list[bytes]:
+    out = []
+    for path in paths:
+        try:
+            games = read_games(path, require_size=19)
+        except SgfError:
+            continue
+        for game in games:
+            try:
+                for _ in replay_positions(game):
+                    pass
+            except SgfError:
+                continue
+            out.append(write_sgf(game, extra={"GN": "copy @COPY@"}))
+    return out
+
+
+def child_build(corpus: Path, out: Path, workers: int) -> None:
+    """Run in a subprocess: build, then print the peak memory as JSON."""
+    start = time.perf_counter()
+    manifest = build([corpus], out, BuildOptions(dedup=False, max_per_game=8),
+                     workers=workers, force=True)
+    took = time.perf_counter() - start
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    workers_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps({"games": manifest["counts"]["games_kept"], "seconds": took,
+                      "samples": manifest["counts"]["samples"], "main_kib": own,
+                      "worker_kib": workers_rss}))
+
+
+def child_dedup(keys: int) -> None:
+    seen = SeenPositions()
+    rng = np.random.default_rng(1)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    for _ in range(0, keys, 250):  # one game's worth of positions at a time
+        batch = rng.integers(0, 2**64, 250, dtype=np.uint64)
+        seen.add(batch[seen.fresh(batch)])
+    took = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"keys": len(seen), "seconds": took, "index_bytes": seen.nbytes,
+                      "peak_growth_kib": peak - base}))
+
+
+def run_child(*args: str) -> str:
+    """A fresh interpreter for each measurement: on Linux ru_maxrss survives fork and
+    exec, so the parent stays small (it only imports) and launches everything."""
+    result = subprocess.run([sys.executable, __file__, "--child", *args],
+                            capture_output=True, text=True, check=True)
+    return result.stdout
+
+
+def speed() -> None:
+    paths, _ = find_sgf_files([REAL_SGF])
+    print(f"1. real corpus: {len(paths)} files")
+    games, moves, ref = reference(paths)
+    print(f"  reference (read + replay, nothing kept): {games} games in {ref:.2f} s = "
+          f"{games / ref:.0f} games/s, {moves / ref / 1e3:.1f}k moves/s")
+    with tempfile.TemporaryDirectory() as tmp:
+        for workers in (1, 2):
+            manifest, took = timed_build([REAL_SGF], Path(tmp) / f"w{workers}", workers)
+            c = manifest["counts"]
+            print(f"  build --workers {workers}: {c['games_kept']} games, {c['samples']} samples "
+                  f"in {took:.2f} s = {c['games_kept'] / took:.0f} games/s, "
+                  f"{c['samples'] / took / 1e3:.1f}k samples/s "
+                  f"({ref / took:.2f}x the reference's speed)")
+        start = time.perf_counter()
+        loaded = load(Path(tmp) / "w1")
+        took = time.perf_counter() - start
+        print(f"  load (sha256 checked): {len(loaded['move'])} samples in {took:.2f} s")
+    print("2. where a build's time goes")
+    breakdown(paths)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--dedup-keys", type=int, default=10_000_000)
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        if kind == "speed":
+            speed()
+        elif kind == "corpus":
+            paths, _ = find_sgf_files([REAL_SGF])
+            synthetic_corpus(Path(rest[0]), int(rest[1]), templates(paths))
+        elif kind == "build":
+            child_build(Path(rest[0]), Path(rest[1]), int(rest[2]))
+        else:
+            child_dedup(int(rest[0]))
+        return
+
+    if not REAL_SGF.is_dir():
+        sys.exit(f"real SGF corpus not found at {REAL_SGF}")
+    print(run_child("speed"), end="", flush=True)
+    print(f"3. peak memory, synthetic corpora (--no-dedup --max-per-game 8, "
+          f"--workers {args.workers})")
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus = Path(tmp) / "corpus"
+            run_child("corpus", str(corpus), str(size))
+            result = json.loads(run_child("build", str(corpus), str(Path(tmp) / "out"),
+                                          str(args.workers)))
+        print(f"  {size} games: {result['games']} kept, {result['samples']} samples in "
+              f"{result['seconds']:.1f} s ({result['games'] / result['seconds']:.0f} games/s); "
+              f"peak RSS main {result['main_kib'] / 1024:.0f} MiB, "
+              f"largest worker {result['worker_kib'] / 1024:.0f} MiB", flush=True)
+    result = json.loads(run_child("dedup", str(args.dedup_keys)))
+    print(f"  dedup index: {result['keys']} keys in {result['seconds']:.1f} s, "
+          f"{result['index_bytes'] / result['keys']:.1f} bytes/key held, "
+          f"peak growth {result['peak_growth_kib'] / 1024:.0f} MiB "
+          f"({result['peak_growth_kib'] * 1024 / result['keys']:.1f} bytes/key)")
+
+
+if __name__ == "__main__":
+    main()
