@@ -66,7 +66,7 @@ def draw(folder: str | Path, count: int, seed: int) -> list[Drawn]:
         end = start + entry["samples"]
         rows = [i - start for i in chosen if start <= i < end]
         if rows:
-            arrays = read_shard(folder, entry)
+            arrays = read_shard(folder, manifest, entry)
             for row in rows:
                 drawn.append(Drawn(
                     index=start + row,

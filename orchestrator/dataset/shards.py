@@ -139,6 +139,7 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict:
     if not isinstance(entries, list) or not all(_entry_ok(e, _SHARD_KEYS) for e in entries) \
             or not _entry_ok(games, _GAMES_KEYS):
         raise DatasetError(f"{path}: shard list or game table entry missing or malformed")
+    _fields(manifest, path)
     return manifest
 
 
@@ -152,6 +153,18 @@ def _entry_ok(entry: object, keys: dict[str, type]) -> bool:
     ) and "/" not in entry["file"] and not entry["file"].startswith(".")
 
 
+def _fields(manifest: dict, path: Path) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    """The manifest's per-sample fields: :data:`FIELDS` plus any a join added."""
+    try:
+        fields = {name: (np.dtype(spec["dtype"]), tuple(int(n) for n in spec["shape"]))
+                  for name, spec in manifest["fields"].items()}
+    except (AttributeError, KeyError, TypeError, ValueError):
+        fields = {}
+    if any(fields.get(name) != spec for name, spec in FIELDS.items()):
+        raise DatasetError(f"{path}: 'fields' missing or not those of {FORMAT}")
+    return fields
+
+
 def _verified_bytes(path: Path, expected: str, size: int | None = None) -> bytes:
     try:
         data = path.read_bytes()
@@ -162,13 +175,20 @@ def _verified_bytes(path: Path, expected: str, size: int | None = None) -> bytes
     return data
 
 
-def _shard_arrays(path: Path, data: bytes, samples: int) -> dict[str, np.ndarray]:
+def read_shard(folder: str | os.PathLike[str], manifest: dict, entry: dict
+               ) -> dict[str, np.ndarray]:
+    """One shard's arrays, every field of the manifest, from its entry in the
+    manifest's shard list, after checking its size and sha256."""
+    path = Path(folder) / entry["file"]
+    fields = _fields(manifest, Path(folder) / MANIFEST)
+    data = _verified_bytes(path, entry["sha256"], entry["bytes"])
+    samples = entry["samples"]
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in FIELDS if name in npz.files}
+            arrays = {name: npz[name] for name in fields if name in npz.files}
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise DatasetError(f"{path}: not a readable .npz: {exc}") from None
-    for name, (dtype, shape) in FIELDS.items():
+    for name, (dtype, shape) in fields.items():
         array = arrays.get(name)
         if array is None or array.dtype != dtype or array.shape != (samples, *shape):
             raise DatasetError(f"{path}: field {name!r} missing or not {dtype} "
@@ -176,29 +196,24 @@ def _shard_arrays(path: Path, data: bytes, samples: int) -> dict[str, np.ndarray
     return arrays
 
 
-def read_shard(folder: str | os.PathLike[str], entry: dict) -> dict[str, np.ndarray]:
-    """One shard's arrays (see :data:`FIELDS`) from its manifest entry, after
-    checking its size and sha256."""
-    path = Path(folder) / entry["file"]
-    data = _verified_bytes(path, entry["sha256"], entry["bytes"])
-    return _shard_arrays(path, data, entry["samples"])
-
-
 def iter_shards(folder: str | os.PathLike[str]) -> Iterator[dict[str, np.ndarray]]:
     """Each shard's arrays, in order, after checking its sha256."""
-    for entry in read_manifest(folder)["shards"]:
-        yield read_shard(folder, entry)
+    manifest = read_manifest(folder)
+    for entry in manifest["shards"]:
+        yield read_shard(folder, manifest, entry)
 
 
 def load(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """The whole dataset as one array per field (every shard's sha256 checked)."""
-    parts: dict[str, list[np.ndarray]] = {name: [] for name in FIELDS}
+    """The whole dataset as one array per field (every shard's sha256 checked):
+    :data:`FIELDS`, and the fields a join added (e.g. KataGo labels)."""
+    fields = _fields(read_manifest(folder), Path(folder) / MANIFEST)
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in fields}
     for arrays in iter_shards(folder):
         for name, array in arrays.items():
             parts[name].append(array)
     return {
-        name: np.concatenate(chunks) if chunks else np.empty((0, *shape), dtype)
-        for (name, chunks), (dtype, shape) in zip(parts.items(), FIELDS.values(), strict=True)
+        name: np.concatenate(parts[name]) if parts[name] else np.empty((0, *shape), dtype)
+        for name, (dtype, shape) in fields.items()
     }
 
 

@@ -175,3 +175,28 @@ def test_check_finds_a_wrong_board_or_target(tmp_path, dataset) -> None:
     assert lines[3] == "MISMATCH #3 sgf/game.sgf move 4: W to play A1: target A1, SGF has D16"
     assert sum(line.startswith("ok ") for line in lines) == 11
     assert lines[-1].startswith("11/13 samples agree")
+
+
+class Doubler:
+    """A join (the hook KataGo labels use) adding one field: twice the move number."""
+
+    fields = {"twice": (np.dtype(np.int32), ())}
+
+    def stage(self, game, positions):
+        return positions
+
+    def values(self, game, positions):
+        return {"twice": positions.move_number * 2}
+
+    def summary(self):
+        return {"doubled": True}
+
+
+def test_fields_added_by_a_join_load_too(tmp_path) -> None:
+    write_game(tmp_path / "sgf" / "game.sgf", moves(*GAME))
+    out = tmp_path / "ds"
+    build([tmp_path / "sgf"], out, BuildOptions(shard_size=5), join=Doubler())
+    data = load(out)
+    assert data["twice"].tolist() == [2 * n for n in range(1, 14)]
+    assert data["move"].tolist() == [361 if v == "pass" else p(v) for v in GAME]
+    assert read_manifest(out)["labels"] == {"doubled": True}
