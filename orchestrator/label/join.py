@@ -81,9 +81,9 @@ class LabelJoin:
         self._numbers = positions.move_number
         self._label_rows = rows
         self._played = positions.move
-        if self.target == "katago" and len(rows):
+        has = rows >= 0
+        if self.target == "katago" and has.any():
             moves = positions.move.copy()
-            has = rows >= 0
             moves[has] = self._arrays["best_move"][rows[has]]
             positions = dataclasses.replace(positions, move=moves)
         return positions

@@ -135,8 +135,10 @@ class LabelWriter:
                 "counts": {}, "runs": [], "games": [], "shards": [],
             }
         manifest["inputs"] = sorted({*manifest["inputs"], *map(str, inputs)})
-        return cls(folder, manifest, shard_positions=shard_positions,
-                   flush_seconds=flush_seconds)
+        writer = cls(folder, manifest, shard_positions=shard_positions,
+                     flush_seconds=flush_seconds)
+        writer.flush()  # the folder is a label folder from now on, even if the run dies
+        return writer
 
     # -- games ------------------------------------------------------------------------
 
