@@ -12,9 +12,11 @@ in file order, moves in game order):
    fallback) unless ``include_fallback``; with ``winner_only`` the loser's moves
    (and every move of a game without a winner); with ``tactics_only`` moves with
    no tactics bits. Dropped moves were still played on the board.
-4. **stages**: extra ``Stage`` callables, in order: the hook for per-position
-   joins (e.g. KataGo labels keyed by the game's SGF ``sha1`` and
-   ``positions.move_number``): a stage may drop rows or replace ``move``.
+4. **stages**: extra ``Stage`` callables, in order, then a ``Join``'s stage: the
+   hooks for per-position joins keyed by the game's SGF ``sha1``, ``game_index``
+   and ``positions.move_number`` (KataGo labels, :mod:`orchestrator.label.join`).
+   A stage may drop rows or replace ``move``; a join's ``values`` add per-sample
+   fields to the shards for the rows finally kept.
 5. **dedup** (unless disabled): drop positions (stones, side to move, ko point)
    already in the dataset or earlier in the game; the first in input order wins.
 6. **pick** at most ``max_per_game``: spread evenly over the game, or with

@@ -15,7 +15,13 @@ import numpy as np
 import pytest
 
 from orchestrator.dataset import BuildOptions, DatasetError, build, load, load_games
-from orchestrator.sgf import VOID_PROP
+from orchestrator.sgf import (
+    BLACK_PLAYER_PROP,
+    GAME_PROP,
+    RUN_PROP,
+    VOID_PROP,
+    WHITE_PLAYER_PROP,
+)
 from tests.dataset.games import moves, p, write_game
 
 # A game with one capture, one atari and one escape (moves 3, 9, 10):
@@ -237,3 +243,14 @@ def test_a_stage_joins_per_position(tmp_path) -> None:
     assert out["data"]["move"].tolist() == [p("K10"), p("T19")]
     assert out["manifest"]["counts"]["excluded"] == {"stages": 11}
 
+
+
+def test_recording_metadata_reaches_the_game_table(tmp_path) -> None:
+    write_game(tmp_path / "sgf" / "run" / "baduk-00001.sgf", moves("Q16", "D4"),
+               **{RUN_PROP: "demo-20261129-171000", GAME_PROP: "1",
+                  BLACK_PLAYER_PROP: '{"kind":"go19","adapter":"r5"}',
+                  WHITE_PLAYER_PROP: '{"kind":"gtp"}'})
+    (row,) = run(tmp_path)["games"]
+    assert (row["run"], row["game"]) == ("demo-20261129-171000", "1")
+    assert row["players"] == {"black": {"kind": "go19", "adapter": "r5"},
+                              "white": {"kind": "gtp"}}
