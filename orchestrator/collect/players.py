@@ -77,10 +77,25 @@ class GtpPool:
             await engine.aclose()
 
 
+def _prefixed(
+    sink: Callable[[str], None] | None, name: str
+) -> Callable[[str], None] | None:
+    if sink is None:
+        return None
+    return lambda text: sink(f"{name}: {text}")
+
+
 async def open_players(
-    matchup: Matchup, nursery: trio.Nursery, log_dir: Path
+    matchup: Matchup,
+    nursery: trio.Nursery,
+    log_dir: Path,
+    on_event: Callable[[str], None] | None = None,
 ) -> dict[str, PlayerHandle]:
-    """Start what the players need (embedded servers in ``nursery``) and return them."""
+    """Start what the players need (embedded servers in ``nursery``) and return them.
+
+    ``on_event`` hears the GO19 endpoints' connection news (failed connects with their
+    backoff, replicas down, reconnects), each line prefixed with the player's name.
+    """
     handles: dict[str, PlayerHandle] = {}
     for name, spec in matchup.players.items():
         if isinstance(spec, Go19PlayerSpec):
@@ -110,6 +125,7 @@ async def open_players(
                 slots_per_replica=spec.slots,
                 connect_timeout=matchup.game.connect_timeout_s,
                 allowed_sizes=(matchup.game.size,),
+                on_event=_prefixed(on_event, name),
             )
             meta = {
                 "kind": "go19",

@@ -254,7 +254,9 @@ async def collect(options: CollectOptions, log=print, dashboard_factory=None) ->
     collector = Collector(matchup, run_dir, target, log)
     interrupted = False
     async with trio.open_nursery() as outer:
-        collector.players = await open_players(matchup, outer, run_dir / "logs")
+        collector.players = await open_players(
+            matchup, outer, run_dir / "logs", on_event=collector.state.event
+        )
         meta = {n: h.meta for n, h in collector.players.items()}
         recorder = Recorder(run_dir, run_dir.name, meta)
         collector.recorder = recorder

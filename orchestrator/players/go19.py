@@ -9,6 +9,8 @@ answer to the next request.
 request goes to the least-loaded healthy replica; each replica reconnects on
 its own schedule (1.5 s, 3 s, 4.5 s … capped at 15 s between attempts) and is
 marked down after 6 consecutive failed connects, until :meth:`Go19Endpoint.reset`.
+An ``on_event`` callback hears each failed connect with its backoff, each replica
+marked down, and each reconnect after failures, as one line naming the replica.
 
 Socket, timeout and protocol failures become go19's :class:`PlayerError` types in
 one place, :func:`_wire_errors`. Nothing here takes a timeout except the
@@ -22,7 +24,7 @@ import math
 import os
 import socket
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -298,6 +300,9 @@ class _Replica:
             except ConnectionFailed as exc:
                 self._connect_failed(exc)
                 raise _Unreachable(str(exc)) from exc
+            if self.failures:
+                endpoint._event(f"{self.where}: reconnected after {self.failures} failed "
+                                f"attempt{'s' if self.failures > 1 else ''}")
             self.failures = 0
             self._lost_connection = False
             self.status = "ok"
@@ -309,13 +314,18 @@ class _Replica:
     def _connect_failed(self, exc: ConnectionFailed) -> None:
         self.failures += 1
         self.last_error = self._reason(exc)
-        if self.failures >= self.endpoint.max_failures:
+        endpoint = self.endpoint
+        if self.failures >= endpoint.max_failures:
             self.status = "down"
-            self.endpoint._health_changed()
+            endpoint._health_changed()
+            endpoint._event(f"{self.where}: down after {self.failures} failed connects "
+                            f"({self.last_error})")
         else:
-            delay = min(self.endpoint.backoff_step * self.failures, self.endpoint.backoff_cap)
+            delay = min(endpoint.backoff_step * self.failures, endpoint.backoff_cap)
             self.retry_at = trio.current_time() + delay
             self.status = "backoff"
+            endpoint._event(f"{self.where}: connect failed ({self.last_error}); "
+                            f"retry in {delay:g} s")
 
     def reset(self) -> None:
         self.failures = 0
@@ -351,6 +361,7 @@ class Go19Endpoint:
         backoff_cap: float = 15.0,
         max_idle: float = 30.0,
         latency_samples: int = 256,
+        on_event: Callable[[str], None] | None = None,
     ) -> None:
         if not replicas:
             raise ValueError("a GO19 endpoint needs at least one replica")
@@ -367,6 +378,7 @@ class Go19Endpoint:
         self.backoff_cap = backoff_cap
         self.max_idle = max_idle
         self.latency_samples = latency_samples
+        self.on_event = on_event
         self.closed = False
         self._replicas = [_Replica(self, (host, int(port))) for host, port in replicas]
         self._limiter = trio.CapacityLimiter(slots_per_replica * len(self._replicas))
@@ -424,6 +436,10 @@ class Go19Endpoint:
             r.status == "backoff", r.retry_at if r.status == "backoff" else 0.0,
             r.in_flight, r.requests,
         ))
+
+    def _event(self, text: str) -> None:
+        if self.on_event is not None:
+            self.on_event(text)
 
     def _health_changed(self) -> None:
         healthy = sum(not r.down for r in self._replicas)
