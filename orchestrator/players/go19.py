@@ -146,9 +146,11 @@ class Go19Connection:
         try:
             with _wire_errors(self.where):
                 await self._stream.send_all(self._codec.send(event))
-                while (reply := self._codec.next_event()) is wire.NEED_DATA:
+                eof = False
+                while (reply := self._next_reply(eof)) is wire.NEED_DATA:
                     data = await self._stream.receive_some(_RECEIVE_CHUNK)
                     got_bytes = got_bytes or bool(data)
+                    eof = not data
                     self._codec.receive_data(data)
         except ConnectionFailed as exc:
             if not got_bytes:
@@ -157,6 +159,16 @@ class Go19Connection:
         if isinstance(reply, wire.ConnectionClosed):
             raise _ClosedBeforeReply(f"{self.where}: server closed the connection before replying")
         return reply
+
+    def _next_reply(self, eof: bool) -> wire.Event | object:
+        try:
+            return self._codec.next_event()
+        except wire.RemoteProtocolError as exc:
+            if eof:
+                # Every byte so far was a valid beginning: the peer went away mid-reply, as
+                # when its process dies (FIN or RST alike); a broken connection, not garbage.
+                raise ConnectionFailed(f"{self.where}: {exc}") from exc
+            raise
 
     async def aclose(self) -> None:
         if not self.closed:
