@@ -219,6 +219,10 @@ class _Replica:
     def down(self) -> bool:
         return self.status == "down"
 
+    def waiting(self, now: float) -> bool:
+        """Waiting out a backoff: no connect attempt before ``retry_at``."""
+        return self.status == "backoff" and now < self.retry_at
+
     def stats(self) -> ReplicaStats:
         return ReplicaStats(
             address=self.where,
@@ -442,11 +446,12 @@ class Go19Endpoint:
 
     def _pick(self, tried: list[_Replica]) -> _Replica:
         candidates = [r for r in self._replicas if not r.down and r not in tried]
+        now = trio.current_time()
         # Prefer replicas not waiting out a backoff (else the one whose backoff ends first),
-        # then the least loaded, then the least used.
+        # then the least loaded, then the least used. A replica whose backoff is over is
+        # due its next attempt and competes like the others: that is how it comes back.
         return min(candidates, key=lambda r: (
-            r.status == "backoff", r.retry_at if r.status == "backoff" else 0.0,
-            r.in_flight, r.requests,
+            r.waiting(now), r.retry_at if r.waiting(now) else 0.0, r.in_flight, r.requests,
         ))
 
     def _event(self, text: str) -> None:
