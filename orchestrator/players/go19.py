@@ -85,6 +85,10 @@ class _Unreachable(ConnectionFailed):
     """This replica could not be connected to (now in backoff, or down): try another."""
 
 
+class _Skipped(_Unreachable):
+    """This replica is waiting out a backoff while another one is ready: no attempt made."""
+
+
 class Go19Connection:
     """One client connection; one request or ping at a time."""
 
@@ -261,6 +265,8 @@ class _Replica:
             self.timeouts += 1
             self._lost_connection = True
             raise
+        except _Skipped:
+            raise
         except BaseException as exc:
             self.errors += 1
             self._lost_connection = True
@@ -305,6 +311,10 @@ class _Replica:
                 raise _Unreachable(f"{self.where}: down ({self.last_error})")
             if trio.current_time() < self.retry_at:
                 self.status = "backoff"
+                if endpoint._ready_besides(self):
+                    # Picked while it looked fine, but a concurrent attempt just failed:
+                    # waiting here would spend the caller's deadline for nothing.
+                    raise _Skipped(f"{self.where}: in backoff ({self.last_error})")
                 await trio.sleep_until(self.retry_at)
             self.status = "connecting"
             self.last_attempt = trio.current_time()
@@ -453,6 +463,11 @@ class Go19Endpoint:
         return min(candidates, key=lambda r: (
             r.waiting(now), r.retry_at if r.waiting(now) else 0.0, r.in_flight, r.requests,
         ))
+
+    def _ready_besides(self, replica: _Replica) -> bool:
+        now = trio.current_time()
+        return any(r is not replica and not r.down and not r.waiting(now)
+                   for r in self._replicas)
 
     def _event(self, text: str) -> None:
         if self.on_event is not None:
