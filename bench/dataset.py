@@ -43,10 +43,18 @@ REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
 GAMES_PER_FILE = 100
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its reaped children (pool workers): on a
+    shared machine, rates per core are games over CPU seconds, not wall seconds."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def reference(paths: list[Path]) -> tuple[int, int, float]:
-    """Games and moves replayed, seconds: read + replay_positions, nothing kept."""
+    """Games and moves replayed, CPU seconds: read + replay_positions, nothing kept."""
     games = moves = 0
-    start = time.perf_counter()
+    start = cpu_seconds()
     for path in paths:
         try:
             read = read_games(path, require_size=19)
@@ -59,26 +67,27 @@ def reference(paths: list[Path]) -> tuple[int, int, float]:
             except SgfError:
                 continue
             games += 1
-    return games, moves, time.perf_counter() - start
+    return games, moves, cpu_seconds() - start
 
 
-def timed_build(inputs: list[Path], out: Path, workers: int, **options) -> tuple[dict, float]:
-    start = time.perf_counter()
-    manifest = build(inputs, out, BuildOptions(**options), workers=workers, force=True)
-    return manifest, time.perf_counter() - start
+def timed_build(inputs: list[Path], out: Path, workers: int) -> tuple[dict, float, float]:
+    """The manifest, wall seconds and CPU seconds (workers included) of one build."""
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    manifest = build(inputs, out, BuildOptions(), workers=workers, force=True)
+    return manifest, time.perf_counter() - wall, cpu_seconds() - cpu
 
 
 def breakdown(paths: list[Path]) -> None:
     data = [p.read_bytes() for p in paths]
-    start = time.perf_counter()
+    start = cpu_seconds()
     games = []
     for blob in data:
         try:
             games += read_games(blob, require_size=19)
         except SgfError:
             pass
-    parse = time.perf_counter() - start
-    start = time.perf_counter()
+    parse = cpu_seconds() - start
+    start = cpu_seconds()
     moves = 0
     for game in games:
         try:
@@ -86,26 +95,26 @@ def breakdown(paths: list[Path]) -> None:
                 moves += 1
         except SgfError:
             pass
-    replay = time.perf_counter() - start
-    start = time.perf_counter()
+    replay = cpu_seconds() - start
+    start = cpu_seconds()
     kept = []
     for game in games:
         try:
             kept.append(_positions(game))
         except SgfError:
             pass
-    extract = time.perf_counter() - start - replay
-    print(f"  per move ({moves} moves): parse {parse / moves * 1e6:.1f} us, "
+    extract = cpu_seconds() - start - replay
+    print(f"  CPU per move ({moves} moves): parse {parse / moves * 1e6:.1f} us, "
           f"replay {replay / moves * 1e6:.1f} us, "
           f"extraction (mirror, tactics, keys) {extract / moves * 1e6:.1f} us")
     with tempfile.TemporaryDirectory() as tmp:
         for compress in (False, True):
             writer = ShardWriter(Path(tmp), 1 << 16, compress)
-            start = time.perf_counter()
+            start = cpu_seconds()
             for i, positions in enumerate(kept):
                 writer.add(positions, 1, i)
             writer.flush()
-            took = time.perf_counter() - start
+            took = cpu_seconds() - start
             size = sum(entry["bytes"] for entry in writer.shards)
             print(f"  shards {'deflated' if compress else 'plain   '}: {writer.samples} samples "
                   f"in {took:.2f} s ({writer.samples / took / 1e3:.0f}k samples/s), "
@@ -146,9 +155,10 @@ def child_build(corpus: Path, out: Path, workers: int) -> None:
     manifest = build([corpus], out, BuildOptions(dedup=False, max_per_game=8),
                      workers=workers, force=True)
     took = time.perf_counter() - start
+    cpu = cpu_seconds()
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     workers_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(json.dumps({"games": manifest["counts"]["games_kept"], "seconds": took,
+    print(json.dumps({"games": manifest["counts"]["games_kept"], "seconds": took, "cpu": cpu,
                       "samples": manifest["counts"]["samples"], "main_kib": own,
                       "worker_kib": workers_rss}))
 
@@ -179,16 +189,17 @@ def speed() -> None:
     paths, _ = find_sgf_files([REAL_SGF])
     print(f"1. real corpus: {len(paths)} files")
     games, moves, ref = reference(paths)
-    print(f"  reference (read + replay, nothing kept): {games} games in {ref:.2f} s = "
-          f"{games / ref:.0f} games/s, {moves / ref / 1e3:.1f}k moves/s")
+    print(f"  reference (read + replay, nothing kept): {games} games in {ref:.2f} CPU s = "
+          f"{games / ref:.0f} games/s per core, {moves / ref / 1e3:.1f}k moves/s")
     with tempfile.TemporaryDirectory() as tmp:
         for workers in (1, 2):
-            manifest, took = timed_build([REAL_SGF], Path(tmp) / f"w{workers}", workers)
+            manifest, wall, cpu = timed_build([REAL_SGF], Path(tmp) / f"w{workers}", workers)
             c = manifest["counts"]
-            print(f"  build --workers {workers}: {c['games_kept']} games, {c['samples']} samples "
-                  f"in {took:.2f} s = {c['games_kept'] / took:.0f} games/s, "
-                  f"{c['samples'] / took / 1e3:.1f}k samples/s "
-                  f"({ref / took:.2f}x the reference's speed)")
+            print(f"  build --workers {workers}: {c['games_kept']} games, {c['samples']} samples; "
+                  f"wall {wall:.2f} s = {c['games_kept'] / wall:.0f} games/s, "
+                  f"{c['samples'] / wall / 1e3:.1f}k samples/s; CPU {cpu:.2f} s = "
+                  f"{c['games_kept'] / cpu:.0f} games/s per core "
+                  f"({ref / cpu:.2f}x the reference's rate)")
         start = time.perf_counter()
         loaded = load(Path(tmp) / "w1")
         took = time.perf_counter() - start
@@ -229,7 +240,8 @@ def main() -> None:
             result = json.loads(run_child("build", str(corpus), str(Path(tmp) / "out"),
                                           str(args.workers)))
         print(f"  {size} games: {result['games']} kept, {result['samples']} samples in "
-              f"{result['seconds']:.1f} s ({result['games'] / result['seconds']:.0f} games/s); "
+              f"{result['seconds']:.1f} s ({result['games'] / result['seconds']:.0f} games/s, "
+              f"{result['games'] / result['cpu']:.0f} per CPU second); "
               f"peak RSS main {result['main_kib'] / 1024:.0f} MiB, "
               f"largest worker {result['worker_kib'] / 1024:.0f} MiB", flush=True)
     result = json.loads(run_child("dedup", str(args.dedup_keys)))

@@ -81,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="samples per shard (default 65536)")
     b.add_argument("--no-compress", action="store_true",
                    help="store shards without deflate (the default deflates: boards of one "
-                   "game differ by a stone or two, so shards are ~50x smaller)")
+                   "game differ by a stone or two, so shards are ~25x smaller)")
     b.add_argument("--labels", type=Path, metavar="DIR",
                    help="join KataGo labels written by `go19 label` (docs/labels.md)")
     b.add_argument("--target", choices=TARGETS, default="played",

@@ -104,7 +104,7 @@ class BuildOptions:
     seed: int = 0
     require_provenance: bool = False
     shard_size: int = SHARD_SIZE
-    compress: bool = True  # deflated shards: ~50x smaller, as fast to build and to load
+    compress: bool = True  # deflated shards: ~25x smaller, a few % slower to build
 
     def __post_init__(self) -> None:
         if self.max_per_game is not None and self.max_per_game < 1:

@@ -24,6 +24,10 @@ from orchestrator.dataset.samples import SIZE, Positions
 MANIFEST = "manifest.json"
 GAMES = "games.jsonl"
 FORMAT = "go19-dataset/1"
+# Measured on a shard of real samples: level 6 (savez_compressed) 6.7 bytes per sample,
+# 0.23 s; level 3, 14 bytes, 0.09 s; stored, 374 bytes, 0.03 s. Consecutive boards
+# of a game differ by a stone or two, so deflate finds long matches.
+DEFLATE_LEVEL = 3
 
 # Per sample: name -> (dtype, shape of one sample).
 FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
@@ -106,9 +110,13 @@ class ShardWriter:
             return
         path = self.folder / f"shard-{len(self.shards):05d}.npz"
         tmp = path.with_name(f".{path.name}.tmp")
-        save = np.savez_compressed if self.compress else np.savez
+        method = zipfile.ZIP_DEFLATED if self.compress else zipfile.ZIP_STORED
         with open(tmp, "wb") as fh:
-            save(fh, **{name: rows[:self._n] for name, rows in self._rows.items()})
+            # np.savez_compressed, but at DEFLATE_LEVEL rather than zlib's default 6.
+            with zipfile.ZipFile(fh, "w", method, compresslevel=DEFLATE_LEVEL) as npz:
+                for name, rows in self._rows.items():
+                    with npz.open(f"{name}.npy", "w", force_zip64=True) as out:
+                        np.lib.format.write_array(out, rows[:self._n], allow_pickle=False)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
