@@ -280,7 +280,7 @@ def _fill(layout: _Layout, rows: np.ndarray, first_row: int, variants: np.ndarra
     grid[...] = tiles.transpose(0, 2, 1, 3)
 
 
-@lru_cache(maxsize=4096)  # about 2 KB each at 512 px: a few hundred games' worth
+@lru_cache(maxsize=8192)  # about 2 KB each at 512 px: 16 MB, the rows of 400 games in flight
 def _band(size: int, px: int, row: int, variants: bytes) -> tuple[bytes, int]:
     """One board row's band of pixel rows as a byte-aligned raw deflate piece, and its Adler-32."""
     layout = _layout(size, px)

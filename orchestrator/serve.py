@@ -5,8 +5,9 @@ at a time per connection. A bad frame is answered with an error frame and the
 connection closed; an oversize frame is refused from its header, unread. A
 client that sends nothing for ``idle_timeout`` seconds, or takes longer than
 ``frame_timeout`` to finish a frame it started, is dropped. ``slots`` bounds
-the engine computations running at once; ``delay_ms`` holds each answer back
-(inside its slot, like a slow model would) for latency tests and benchmarks.
+the engine computations running at once; ``delay_ms`` is the least time a slot
+spends on a request, computing included (a fixed service time, like a model's),
+for latency tests and benchmarks.
 
 Engines see a position, not a game: ``genmove(board, color)`` gets the uint8
 ``(size, size)`` array from the request and returns a point or ``PASS``. GO19
@@ -221,9 +222,10 @@ class _Server:
         board = np.frombuffer(request.board, dtype=np.uint8).reshape(size, size)
         try:
             async with self.limiter:
-                if self.delay:
-                    await trio.sleep(self.delay)
+                # A fixed service time, like a model's: computing counts towards the delay.
+                started = trio.current_time()
                 point = await self.engine.genmove(board, request.ai_side)
+                await trio.sleep_until(started + self.delay)
             if point == RESIGN:
                 point = coords.PASS
             return wire.MoveReply(*coords.to_go19(point, size))
