@@ -262,3 +262,36 @@ async def test_per_move_latency_is_recorded_and_reported_exactly(tmp_path: Path)
         assert latency["n"] == len(values)
         assert abs(latency["p50"] - float(np.percentile(values, 50))) < 0.01
         assert abs(latency["p99"] - float(np.percentile(values, 99))) < 0.01
+
+
+async def test_sprt_stops_a_lopsided_match_early(tmp_path: Path) -> None:
+    """Heuristic AI against the random mover: H1 (elo1 = 100) is accepted long before the
+    200 games asked for, games in flight are dropped, and the journal holds only
+    finished games."""
+    path = tmp_path / "sprt.toml"
+    path.write_text(
+        """
+[players.heuristic]
+kind = "heuristic"
+[players.random]
+kind = "random"
+[pairing]
+black = "heuristic"
+white = "random"
+[game]
+size = 9
+komi = 7.5
+concurrency = 4
+[stop]
+sprt = { elo0 = 0, elo1 = 100, alpha = 0.05, beta = 0.05 }
+"""
+    )
+    summary = await run_collect(path, tmp_path, games=200)
+    state = summary.state
+    assert state.stop_reason is not None and state.stop_reason.startswith("SPRT accepted H1")
+    assert 0 < state.done < 200
+    records = journal(summary.run_dir)
+    assert len(records) == state.done
+    # The LLR line the dashboard shows is past the upper bound ln((1-b)/a) = 2.94.
+    llr = float(state.sprt_line.split("LLR ")[1].split()[0])
+    assert llr >= 2.94
