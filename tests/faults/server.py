@@ -25,13 +25,14 @@ superko        a point whose stone repeats an earlier position illegal:superko
 .. [#] On a connection that already answered, the client retries once on a fresh
    one (requests are idempotent), so no fallback: counted in ``retried``.
 
-Per connection, in windows of (virtual) time: ``refuse`` takes the request of each
-new connection and hangs up without a word (the client connected to send that
-request, so one ``connection`` fallback each); ``flap`` takes the listener down
-(connects are refused: the client backs off and fails over to another replica, so no
-fallback) and drops the idle connections that already answered (the client retries
-elsewhere). Connections the kernel accepted before the listener closed are still
-served, so no request is lost unseen.
+Per connection: ``refuse`` bursts (a seeded chance per new connection to start
+refusing the next few) take the request of each new connection and hang up without a
+word (the client connected to send that request, so one ``connection`` fallback
+each). ``flap`` windows of (virtual) time take the listener down (connects are
+refused: the client backs off and fails over to another replica, so no fallback) and
+drop the idle connections that already answered (the client retries elsewhere).
+Connections the kernel accepted before the listener closed are still served, so no
+request is lost unseen.
 
 The illegal moves are computed from the board received: ``occupied`` and ``suicide``
 need nothing else. ``superko`` needs the game's history, which the request does not
@@ -104,9 +105,17 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Burst:
+    """Each new connection has ``chance`` to start refusing the next ``length`` ones."""
+
+    chance: float
+    length: int
+
+
+@dataclass(frozen=True)
 class Plan:
     weights: Mapping[str, float] = field(default_factory=lambda: {"honest": 1.0})
-    refuse: Window | None = None
+    refuse: Burst | None = None
     flap: Window | None = None
     late_s: float = 60.0
     # For illegal faults: the chance to answer one whenever the board has such a point
@@ -211,8 +220,10 @@ class FaultServer:
         self.requests = 0
         self.connections = 0
         self.downs = 0
+        self.up = False
         self.port = 0
         self._waiting: set[_Conn] = set()
+        self._refusing = 0  # connections left to refuse in the current burst
         self._accepting: tuple[trio.SocketListener, trio.CancelScope] | None = None
         self._nursery: trio.Nursery | None = None
         self._t0 = 0.0
@@ -231,6 +242,7 @@ class FaultServer:
     async def _listen(self) -> None:
         (listener,) = await trio.open_tcp_listeners(self.port, host=LOCALHOST)
         self.port = listener.socket.getsockname()[1]
+        self.up = True
         scope = trio.CancelScope()
         self._accepting = (listener, scope)
         self._nursery.start_soon(self._accept_loop, listener, scope)
@@ -257,6 +269,7 @@ class FaultServer:
     def _go_down(self) -> None:
         """Refuse connects from now on; synchronous, so no client runs in between."""
         self.downs += 1
+        self.up = False
         listener, scope = self._accepting
         scope.cancel()
         sock = listener.socket
@@ -290,7 +303,10 @@ class FaultServer:
     async def _handle(self, stream: trio.SocketStream) -> None:
         self.connections += 1
         refuse = self.plan.refuse
-        refusing = refuse is not None and refuse.active(trio.current_time() - self._t0)
+        if refuse is not None and not self._refusing and self._rng.random() < refuse.chance:
+            self._refusing = refuse.length
+        refusing = self._refusing > 0
+        self._refusing -= refusing
         conn = _Conn(stream)
         codec = wire.Connection(wire.SERVER, self._limits)
         try:
@@ -459,6 +475,10 @@ class Farm:
         for server in self.servers[player]:
             total.update(server.injected)
         return total
+
+    def accepting(self) -> int:
+        """Servers whose listener is up (each runs one accept loop)."""
+        return sum(s.up for servers in self.servers.values() for s in servers)
 
     def faults(self) -> Counter[str]:
         total: Counter[str] = Counter()
