@@ -3,10 +3,11 @@ line in ``games.jsonl``, written so that a kill at any moment leaves only whole
 games, and repaired on resume.
 
 Order of writes for a game: the SGF (temp file, fsync, rename, fsync folder),
-then its journal line (append, fsync). The SGF carries the journal record in
-its root (``GOXIXREC``), so a journal line lost to a kill is rebuilt from the
-SGF on resume, and a line whose SGF is missing is dropped (that game is
-replayed). Nothing else is ever rewritten in place.
+then its journal line (append, fsync; a line a full disk cut short is cut off
+again). The SGF carries the journal record in its root (``GOXIXREC``), so a
+journal line lost to a kill or a full disk is rebuilt from the SGF on resume,
+and a line whose SGF is missing is dropped (that game is replayed). Nothing
+else is ever rewritten in place.
 """
 
 from __future__ import annotations
@@ -47,6 +48,25 @@ def atomic_write(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line whole or not at all: a full disk can take part of a write, and
+    that part is cut off again before the error goes up (unbuffered, so nothing is left
+    to be flushed after the cut)."""
+    data = memoryview(line.encode())
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -157,11 +177,7 @@ class Recorder:
         sgf_bytes = recorded_game_sgf(outcome, record, __version__)
         try:
             atomic_write(folder / record["sgf"], sgf_bytes)
-            line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-            with open(self.journal_path, "ab") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_line(self.journal_path, (json.dumps(record, separators=(",", ":")) + "\n"))
         except OSError as exc:
             raise RecordingError(
                 f"cannot write recordings in {self.run_dir}: {exc.strerror or exc}"
