@@ -1,0 +1,214 @@
+"""`go19 serve` (a real process) against hostile clients: oversize frames, slowloris,
+a thousand connections opened and dropped, garbage. After each, it still serves."""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trio
+
+from orchestrator.players.go19 import Go19Connection
+from orchestrator.protocol import go19 as wire
+from orchestrator.rules.board import BLACK
+from tests.conftest import REPO
+
+from .server import LOCALHOST
+
+FRAME_TIMEOUT, IDLE_TIMEOUT = 1.0, 2.0
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen, port: int, stderr: Path) -> None:
+        self.proc = proc
+        self.port = port
+        self.stderr = stderr
+
+    def status(self, key: str) -> int:
+        """A /proc/<pid>/status figure in KiB (VmRSS, VmHWM)."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1])
+        raise KeyError(key)
+
+    def open_fds(self) -> int:
+        return len(list(Path(f"/proc/{self.proc.pid}/fd").iterdir()))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Iterator[Served]:
+    stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
+    with stderr.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator.cli", "serve", "--engine", "random",
+             "--size", "9", "--port", "0", "--slots", "4",
+             "--frame-timeout", str(FRAME_TIMEOUT), "--idle-timeout", str(IDLE_TIMEOUT)],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True,
+        )
+    line = proc.stdout.readline()
+    assert line.startswith("serving GO19 on 127.0.0.1:"), line
+    port = int(line.split()[3].rsplit(":", 1)[1])
+    yield Served(proc, port, stderr)
+    proc.terminate()
+    proc.wait(timeout=10)
+    assert "Traceback" not in stderr.read_text()
+
+
+def request(seed: int = 0) -> wire.Request:
+    board = np.zeros(81, dtype=np.uint8)
+    board[np.random.default_rng(seed).choice(81, 6, replace=False)] = [1, 2, 1, 2, 1, 2]
+    return wire.Request(9, BLACK, b"png", board.tobytes())
+
+
+async def still_serving(served: Served) -> None:
+    assert served.proc.poll() is None, "the server died"
+    conn = await Go19Connection.connect(LOCALHOST, served.port,
+                                        wire.Limits(allowed_sizes=frozenset({9})))
+    try:
+        await conn.ping()
+        reply = await conn.request(request())
+        assert isinstance(reply, wire.MoveReply)
+    finally:
+        await conn.aclose()
+
+
+async def read_to_eof(stream: trio.SocketStream) -> bytes:
+    data = bytearray()
+    try:
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    except trio.BrokenResourceError:
+        pass
+    return bytes(data)
+
+
+async def test_oversize_frames_are_refused_from_the_header(served: Served) -> None:
+    peak_before = served.status("VmHWM")
+    for head in (
+        b"GO19" + struct.pack(">I", 0xFFFFFFFF),  # a 4 GiB body
+        b"GO19" + struct.pack(">I", 6 + 81 + 2**23 + 1) + struct.pack(">BBI", 9, 1, 2**23 + 1),
+    ):
+        stream = await trio.open_tcp_stream(LOCALHOST, served.port)
+        async with stream:
+            await stream.send_all(head)  # the header only: an answer means it did not wait
+            reply = await read_to_eof(stream)
+        assert reply.startswith(b"RPLY\x00") and b"exceeds the limit" in reply
+    # Nothing close to the declared size was ever allocated.
+    assert served.status("VmHWM") - peak_before < 32 * 1024
+    await still_serving(served)
+
+
+async def test_slowloris_and_idle_clients_are_dropped_while_others_are_served(
+    served: Served,
+) -> None:
+    frame = wire.Connection(wire.CLIENT, wire.Limits(allowed_sizes=frozenset({9}))).send(
+        request()
+    )
+    endings: list[bytes] = []
+
+    async def slowloris() -> None:
+        stream = await trio.open_tcp_stream(LOCALHOST, served.port)
+        async with stream:
+            with trio.move_on_after(60):  # bounds the test only; the server must act first
+                for byte in frame:
+                    try:
+                        await stream.send_all(bytes([byte]))
+                    except trio.BrokenResourceError:
+                        break
+                    await trio.sleep(0.3)
+            endings.append(await read_to_eof(stream))
+
+    async def idle() -> None:
+        stream = await trio.open_tcp_stream(LOCALHOST, served.port)
+        async with stream:
+            with trio.move_on_after(60):
+                endings.append(await read_to_eof(stream))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(40):
+            nursery.start_soon(slowloris)
+            nursery.start_soon(idle)
+        for _ in range(5):  # meanwhile, a well-behaved client is answered
+            await still_serving(served)
+            await trio.sleep(0.2)
+    # Every one of them was closed by the server, long before its frame could finish.
+    assert len(endings) == 80 and set(endings) == {b""}
+    log = served.stderr.read_text()
+    assert f"frame not finished after {FRAME_TIMEOUT:g} s" in log
+    assert f"idle after {IDLE_TIMEOUT:g} s" in log
+    await still_serving(served)
+
+
+async def test_a_thousand_connections_opened_and_dropped(served: Served) -> None:
+    fds_before = served.open_fds()
+    rng = random.Random(5)
+    frame = wire.Connection(wire.CLIENT, wire.Limits(allowed_sizes=frozenset({9}))).send(
+        request()
+    )
+
+    async def one(i: int) -> None:
+        stream = await trio.open_tcp_stream(LOCALHOST, served.port)
+        how = i % 4
+        if how == 1:
+            await stream.send_all(frame[: rng.randrange(1, len(frame))])  # a partial request
+        elif how == 2:
+            await stream.send_all(frame)  # a whole request, gone before the answer
+        if how == 3:  # reset instead of a clean close
+            stream.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await stream.aclose()
+
+    for batch in range(5):
+        async with trio.open_nursery() as nursery:
+            for i in range(200):
+                nursery.start_soon(one, batch * 200 + i)
+        await still_serving(served)
+    # Every dropped connection was noticed and closed: no descriptor leaked.
+    with trio.fail_after(30):
+        while served.open_fds() > fds_before:
+            await trio.sleep(0.1)
+    await still_serving(served)
+
+
+def garbage(rng: random.Random, frame: bytes) -> bytes:
+    kind = rng.randrange(4)
+    if kind == 0:
+        return rng.randbytes(rng.randrange(1, 300))
+    data = bytearray(frame)
+    for _ in range(rng.randrange(1, 8)):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    if kind == 2:
+        data = data[: rng.randrange(len(data))]
+    if kind == 3:
+        data = bytearray(b"PING" * rng.randrange(1, 4)) + data
+    return bytes(data)
+
+
+async def test_garbage_never_crashes_it(served: Served) -> None:
+    rng = random.Random(11)
+    frame = wire.Connection(wire.CLIENT, wire.Limits(allowed_sizes=frozenset({9}))).send(
+        request()
+    )
+
+    async def one(data: bytes) -> None:
+        stream = await trio.open_tcp_stream(LOCALHOST, served.port)
+        async with stream:
+            try:
+                await stream.send_all(data)
+                with trio.move_on_after(2 * IDLE_TIMEOUT + 5):
+                    await read_to_eof(stream)
+            except trio.BrokenResourceError:
+                pass
+
+    for _ in range(3):
+        async with trio.open_nursery() as nursery:
+            for _ in range(100):
+                nursery.start_soon(one, garbage(rng, frame))
+        await still_serving(served)
+    assert "internal error" not in served.stderr.read_text()
