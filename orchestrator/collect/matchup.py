@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from orchestrator.render import RenderError, point_center
+
 
 class MatchupError(ValueError):
     """A matchup file that cannot be used; the message is one line naming file and key."""
@@ -181,6 +183,18 @@ class Matchup(_Strict):
             if name not in self.players:
                 known = ", ".join(sorted(self.players))
                 raise ValueError(f"pairing.{side} = {name!r} is not a player ({known})")
+        return self
+
+    @model_validator(mode="after")
+    def _images_drawable(self) -> Matchup:
+        # Caught here, an image too small for the board is one line at start; caught by the
+        # referee, it is an "error" fallback on every move and a run of void games.
+        for name, spec in self.players.items():
+            if isinstance(spec, Go19PlayerSpec):
+                try:
+                    point_center(0, self.game.size, spec.image_px)  # raises if not drawable
+                except RenderError as exc:
+                    raise ValueError(f"players.{name}.image_px: {exc}") from None
         return self
 
     @property
