@@ -146,6 +146,9 @@ class Collector:
         concurrency = self.matchup.game.concurrency
         async with trio.open_nursery() as nursery:
             while state.stop_reason is None and self.fatal is None:
+                # Woken by a finished game just as the run was cancelled (Ctrl-C), this
+                # loop would start games that die at once, counted as dropped.
+                await trio.lowlevel.checkpoint_if_cancelled()
                 if state.done >= state.target:
                     break
                 busy = len(self.in_flight)
