@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import select
 import socket
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -164,6 +165,19 @@ class Go19Connection:
             raise _ClosedBeforeReply(f"{self.where}: server closed the connection before replying")
         return reply
 
+    def quiet(self) -> bool:
+        """Nothing arrived since the last reply. Bytes here are a stray or duplicate reply
+        that the next request would read as its answer (GO19 has no request id); an EOF
+        or reset means the server dropped us. Either way the connection must not be
+        reused. A stray reply still in flight when the next request goes out cannot be
+        told apart: this narrows that race, it cannot close it."""
+        sock = getattr(self._stream, "socket", None)
+        if sock is None:
+            return True
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return not poller.poll(0)
+
     def _next_reply(self, eof: bool) -> wire.Event | object:
         try:
             return self._codec.next_event()
@@ -285,8 +299,11 @@ class _Replica:
         max_idle = self.endpoint.max_idle
         while self.idle:
             conn = self.idle.pop()
-            if trio.current_time() - conn.idle_since <= max_idle:
+            quiet = conn.quiet()
+            if quiet and trio.current_time() - conn.idle_since <= max_idle:
                 return conn
+            if not quiet:
+                self._lost_connection = True  # replacing it is a reconnect
             await conn.aclose()
         return await self._connect()
 
