@@ -96,6 +96,23 @@ async def test_close_before_reply_on_a_pooled_connection_is_retried_once(
     assert failures == server.injected["connection"]
 
 
+async def test_a_stray_reply_is_never_read_as_the_next_answer(nursery, fault_clock) -> None:
+    """The server answers, then sends a stray pass. The next request on that connection
+    would read the pass as its answer: the pooled connection must be dropped instead."""
+    server = FaultServer("s", Plan({"double-reply": 1.0}), seed=1)
+    port = await nursery.start(server.serve)
+    async with Go19Endpoint([(LOCALHOST, port)], allowed_sizes=(9,)) as endpoint:
+        await endpoint.request(nine())
+        await trio.sleep(1)  # the stray pass has arrived by now
+        second = nine({40: BLACK})
+        reply = await endpoint.request(second)
+        (replica,) = endpoint.replica_stats()
+    board, point = server.answered[-1]
+    assert board == second.board  # the server's answer to this very request...
+    assert reply == wire.MoveReply(*divmod(point, 9))  # ...is what the client got
+    assert server.connections == 2 and replica.reconnects == 1 and replica.errors == 0
+
+
 async def test_error_reply_closes_the_connection(nursery, fault_clock) -> None:
     server = FaultServer("s", Plan({"error": 1.0}), seed=1)
     port = await nursery.start(server.serve)
