@@ -27,7 +27,7 @@ double-reply   a legal move, then a stray pass 10 ms later     (none) [#]_
    one (requests are idempotent), so no fallback: counted in ``retried``.
 .. [#] GO19 has no request id: a stray reply that arrives while the next request
    waits is read as its answer. The client drops a pooled connection with unread
-   bytes, which closes the gap but cannot close the race, so this fault is kept out
+   bytes, which narrows the window but cannot close the race, so this fault is kept out
    of the random mixes (``REQUEST_FAULTS``) and tested alone.
 
 Per connection: ``refuse`` bursts (a seeded chance per new connection to start
