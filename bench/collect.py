@@ -9,8 +9,8 @@
     slots/latency (8 / 0.050 s = 160 moves/s), target >= 97 %; and the share of
     time the client keeps the 8 slots busy, from the round trips it observes.
 (c) concurrent games with flat memory: 2,000 (and 4,000) games in flight against
-    servers answering after 100 ms; RSS sampled every second, reported after
-    warm-up and at the end. Target >= 2,000 games.
+    a server answering after 100 ms, games capped at 20 moves so they finish and are
+    replaced during the run; RSS sampled every second. Target >= 2,000 games.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.collect.run import CollectOptions, collect  # noqa: E402
-from orchestrator.serve import RandomEngine, ServerStats, serve_go19  # noqa: E402
 
 
 class CpuMeter:
@@ -50,7 +49,7 @@ class CpuMeter:
         setattr(module, name, timed)
 
 
-def matchup_text(port: int, slots: int, concurrency: int, size: int = 19) -> str:
+def matchup_text(port: int, slots: int, concurrency: int, move_cap: int = 722) -> str:
     return f"""
 [players.p]
 kind = "go19"
@@ -60,7 +59,7 @@ slots = {slots}
 black = "p"
 white = "p"
 [game]
-size = {size}
+move_cap = {move_cap}
 move_timeout_s = 60
 concurrency = {concurrency}
 [fallback]
@@ -76,23 +75,10 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def _with_server(delay_ms: float, slots: int, body, engine=None):
-    stats = ServerStats()
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            lambda task_status: serve_go19(
-                engine or RandomEngine(seed=1), "127.0.0.1", 0, slots=slots,
-                delay_ms=delay_ms, stats=stats, task_status=task_status,
-            )
-        )
-        result = await body(port, stats)
-        nursery.cancel_scope.cancel()
-    return result
-
-
-def _options(tmp: Path, port: int, slots: int, concurrency: int, games: int) -> CollectOptions:
+def _options(tmp: Path, port: int, slots: int, concurrency: int, games: int,
+             move_cap: int = 722) -> CollectOptions:
     path = tmp / "bench.toml"
-    path.write_text(matchup_text(port, slots, concurrency))
+    path.write_text(matchup_text(port, slots, concurrency, move_cap))
     return CollectOptions(matchup_path=path, games=games, recordings=tmp / "rec",
                           dashboard=False)
 
@@ -165,28 +151,34 @@ async def bench_utilisation(seconds: float = 30.0) -> None:
           f"+ timer slack); slots kept busy {rate * observed / slots * 100:.1f} % of the time")
 
 
-async def bench_memory(games: int, seconds: float = 40.0) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        async def body(port, stats):
-            options = _options(Path(tmp), port, slots=games, concurrency=games,
-                               games=10 * games)
+async def bench_memory(games: int, seconds: float = 120.0) -> None:
+    """Games capped at 20 moves so that, within the run, every game finishes, is
+    recorded and is replaced a few times over: memory must level off, not grow."""
+    async with _server_process(1024, delay_ms=100) as port:
+        with tempfile.TemporaryDirectory() as tmp:
+            options = _options(Path(tmp), port, slots=1024, concurrency=games,
+                               games=100 * games, move_cap=20)
             samples = []
+            probe: dict = {}
+
+            async def grab(collector) -> None:
+                probe["collector"] = collector
+
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(collect, options, lambda line: None)
+                nursery.start_soon(collect, options, lambda line: None, grab)
                 start = trio.current_time()
                 while trio.current_time() - start < seconds:
                     await trio.sleep(1.0)
-                    samples.append((trio.current_time() - start, rss_mb(), stats.requests))
+                    state = probe["collector"].state
+                    samples.append((trio.current_time() - start, rss_mb(), state.done,
+                                    len(state.live)))
                 nursery.cancel_scope.cancel()
-            return samples
-
-        samples = await _with_server(100, games, body)
-    warm = samples[len(samples) // 4]
-    last = samples[-1]
-    rate = (last[2] - warm[2]) / (last[0] - warm[0])
-    print(f"(c) {games} games in flight: RSS {warm[1]:.0f} MB at {warm[0]:.0f} s, "
-          f"{last[1]:.0f} MB at {last[0]:.0f} s ({(last[1] - warm[1]):+.0f} MB); "
-          f"{rate:.0f} moves/s; max RSS {max(s[1] for s in samples):.0f} MB")
+    quarter, half, last = samples[len(samples) // 4], samples[len(samples) // 2], samples[-1]
+    in_flight = min(s[3] for s in samples[len(samples) // 4:])
+    print(f"(c) {games} games in flight (never fewer than {in_flight} after warm-up), "
+          f"{last[2]} games finished in {last[0]:.0f} s: RSS {quarter[1]:.0f} MB at "
+          f"{quarter[0]:.0f} s, {half[1]:.0f} MB at {half[0]:.0f} s, {last[1]:.0f} MB at "
+          f"{last[0]:.0f} s (max {max(s[1] for s in samples):.0f} MB)")
 
 
 def main() -> None:
