@@ -23,6 +23,7 @@ import numpy as np
 from orchestrator import __version__
 from orchestrator.collect.referee import GameOutcome
 from orchestrator.collect.sgf_record import RECORD_PROP, recorded_game_sgf
+from orchestrator.files import atomic_write
 from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.sgf import SgfError, read_games
 
@@ -34,20 +35,6 @@ WINNER_NAMES = {BLACK: "black", WHITE: "white", 0: "draw", None: None}
 
 class RecordingError(OSError):
     """The recordings folder cannot be written (disk full, permissions)."""
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def append_line(path: Path, line: str) -> None:
@@ -65,14 +52,6 @@ def append_line(path: Path, line: str) -> None:
         except OSError:
             os.ftruncate(fd, start)
             raise
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
     finally:
         os.close(fd)
 

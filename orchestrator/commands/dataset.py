@@ -10,7 +10,7 @@ from pathlib import Path
 
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
-from orchestrator.dataset.shards import write_atomic
+from orchestrator.files import atomic_write
 from orchestrator.label.join import TARGETS, LabelJoin
 from orchestrator.label.store import LabelError, LabelSet
 
@@ -195,7 +195,7 @@ def run_check(args: argparse.Namespace) -> int:
         line = f"{status:<8} #{result.sample.index} {describe(result.sample)}"
         print(line if result.ok else f"{line}: {result.problem}")
     try:
-        write_atomic(out, sheet(results))
+        atomic_write(out, sheet(results))
     except OSError as exc:
         print(f"dataset check: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -66,10 +66,9 @@ from orchestrator.dataset.shards import (
     MANIFEST,
     DatasetError,
     ShardWriter,
-    sha256_file,
-    write_atomic,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
+from orchestrator.files import atomic_write, sha256_file
 from orchestrator.rules.tactics import Tactics
 
 SHARD_SIZE = 1 << 16
@@ -400,7 +399,7 @@ def build(
         }
         if join is not None:
             manifest["labels"] = join.summary()
-        write_atomic(partial / MANIFEST,
+        atomic_write(partial / MANIFEST,
                      (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode())
         _publish(partial, out)
     except BaseException:

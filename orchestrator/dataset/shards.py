@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.dataset.samples import SIZE, Positions
+from orchestrator.files import sha256_file
 
 MANIFEST = "manifest.json"
 GAMES = "games.jsonl"
@@ -45,23 +46,6 @@ FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
 class DatasetError(ValueError):
     """A dataset (or a build's input) that cannot be used; ``str()`` is one line
     naming the file."""
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class ShardWriter:

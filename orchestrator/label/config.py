@@ -14,10 +14,11 @@ Decisions written into the config (docs in :mod:`orchestrator.label.engine`):
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
+from orchestrator.files import atomic_write
 
 TUNER_RESOURCE = "opencl-tune-cpu.txt"
 MODEL_NAME = "b10c384h6nbttflrs.bin.gz"
@@ -98,17 +99,11 @@ def render_config(
     return "\n".join(lines) + "\n"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_katago_files(paths: KataGoPaths, settings: AnalysisSettings = AnalysisSettings()) -> None:
     """Write the analysis config and the tuning file it names."""
-    write_atomic(paths.tuner, tuner_parameters())
-    write_atomic(paths.config, render_config(paths.tuner, paths.logs / "analysis.log", settings))
+    for path, text in (
+        (paths.tuner, tuner_parameters()),
+        (paths.config, render_config(paths.tuner, paths.logs / "analysis.log", settings)),
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text.encode("utf-8"))

@@ -30,7 +30,7 @@ import numpy as np
 
 from orchestrator import __version__
 from orchestrator.dataset.samples import AREA
-from orchestrator.dataset.shards import sha256_file, write_atomic
+from orchestrator.files import atomic_write, sha256_file
 from orchestrator.label.games import LabelGame, game_ident
 
 FORMAT = "go19-labels/1"
@@ -196,7 +196,7 @@ class LabelWriter:
             arrays = {key: np.concatenate([a[key] for _, a in self._buffer])
                       for key in self._buffer[0][1]}
             data = _npz_bytes(arrays)
-            write_atomic(self.folder / name, data)
+            atomic_write(self.folder / name, data)
             self.manifest["shards"].append({
                 "file": name, "positions": self._buffered, "bytes": len(data),
                 "sha256": sha256_file(self.folder / name),
@@ -216,7 +216,7 @@ class LabelWriter:
         manifest["updated"] = _now()
         manifest["counts"] = counts(entries)
         text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
-        write_atomic(self.folder / MANIFEST, text.encode())
+        atomic_write(self.folder / MANIFEST, text.encode())
 
 
 def counts(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from orchestrator.dataset import (
     read_manifest,
 )
 from orchestrator.dataset.check import MARK_COLOUR, SHEET_PX
-from orchestrator.dataset.shards import sha256_file
+from orchestrator.files import sha256_file
 from orchestrator.render import point_center
 from tests.conftest import REPO
 from tests.dataset.games import moves, p, write_game
