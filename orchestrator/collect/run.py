@@ -119,6 +119,9 @@ class Collector:
         self.recorder: Recorder | None = None
         self.fatal: str | None = None
         self.dropped = 0
+        # One writer thread at a time: journal appends must not interleave, and a line a
+        # full disk cut short is truncated away, which must not take another line with it.
+        self._writer = trio.CapacityLimiter(1)
         self.void_streak = 0
 
     def restore(self, records: list[dict]) -> None:
@@ -201,7 +204,9 @@ class Collector:
             # A finished game is recorded even if the run is being cancelled.
             with trio.CancelScope(shield=True):
                 try:
-                    record = await trio.to_thread.run_sync(self.recorder.save, outcome)
+                    record = await trio.to_thread.run_sync(
+                        self.recorder.save, outcome, limiter=self._writer
+                    )
                 except RecordingError as exc:
                     self.fatal = str(exc)
                     return
