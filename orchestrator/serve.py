@@ -26,6 +26,7 @@ import trio
 from orchestrator import coords
 from orchestrator.players.base import RESIGN, Player
 from orchestrator.players.heuristic import HeuristicAI
+from orchestrator.players.local import Chooser
 from orchestrator.players.random_player import RandomPlayer
 from orchestrator.protocol import go19 as wire
 from orchestrator.rules.board import BLACK, WHITE, Board
@@ -58,10 +59,6 @@ def position(board: np.ndarray) -> Board:
     except ValueError as exc:
         raise EngineError(f"impossible position: {exc}") from None
     return result
-
-
-class Chooser(Protocol):
-    def choose(self, board: Board, color: int, last_move: int | None = None) -> int: ...
 
 
 class ChooserEngine:

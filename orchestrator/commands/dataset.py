@@ -8,31 +8,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from orchestrator.commands import count_int, positive_int
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
 from orchestrator.files import atomic_write
 from orchestrator.label.join import TARGETS, LabelJoin
 from orchestrator.label.store import LabelError, LabelSet
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 1")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,22 +43,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="with --max-per-game: half the picks among capture/atari/escape moves")
     b.add_argument("--tactics-only", action="store_true",
                    help="only moves that capture, give atari or escape atari")
-    b.add_argument("--max-per-game", type=_positive, metavar="N",
+    b.add_argument("--max-per-game", type=positive_int, metavar="N",
                    help="at most N samples per game, spread over the game")
     b.add_argument("--no-dedup", action="store_true",
                    help="keep positions (stones, side to move, ko) seen before")
     b.add_argument("--include-fallback", action="store_true",
                    help="keep opening-book and fallback moves as targets too")
-    b.add_argument("--min-moves", type=_count, default=0, metavar="N",
+    b.add_argument("--min-moves", type=count_int, default=0, metavar="N",
                    help="skip games shorter than N moves")
     b.add_argument("--require-provenance", action="store_true",
                    help="skip games whose source and licence the manifest does not give")
     b.add_argument("--source-manifest", type=Path, metavar="FILE",
                    help="provenance TSV (file, source, licence columns) or JSON")
     b.add_argument("--seed", type=int, default=0, help="seed for --tactical-bias picks")
-    b.add_argument("--workers", type=_positive, default=1, metavar="N",
+    b.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="processes reading and replaying (output is the same for any N)")
-    b.add_argument("--shard-size", type=_positive, default=1 << 16, metavar="N",
+    b.add_argument("--shard-size", type=positive_int, default=1 << 16, metavar="N",
                    help="samples per shard (default 65536)")
     b.add_argument("--no-compress", action="store_true",
                    help="store shards without deflate (the default deflates: boards of one "
@@ -100,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "of the boards with the target move crossed. Exits 1 if any sample disagrees.",
     )
     c.add_argument("folder", type=Path, metavar="DIR")
-    c.add_argument("--sample", type=_positive, default=20, metavar="N")
+    c.add_argument("--sample", type=positive_int, default=20, metavar="N")
     c.add_argument("--out", type=Path, help="contact sheet PNG (default DIR/check.png)")
     c.add_argument("--seed", type=int, default=0)
     c.set_defaults(func=run_check)

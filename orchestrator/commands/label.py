@@ -10,6 +10,7 @@ from pathlib import Path
 import trio
 
 import orchestrator
+from orchestrator.commands import count_int, positive_int
 from orchestrator.dataset.shards import DatasetError
 from orchestrator.label.config import KataGoPaths
 from orchestrator.label.games import select_games
@@ -18,26 +19,6 @@ from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOpti
 from orchestrator.label.store import LabelError, LabelWriter
 
 PREPARED = ".katago"
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 1")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= 0")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,19 +39,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", type=Path, metavar="FILE", help="KataGo net")
     parser.add_argument("--config", type=Path, metavar="FILE",
                         help="analysis config (reportAnalysisWinratesAs = BLACK is assumed)")
-    parser.add_argument("--visits", type=_positive, default=1, metavar="N",
+    parser.add_argument("--visits", type=positive_int, default=1, metavar="N",
                         help="visits per position (default 1: the raw net)")
     parser.add_argument("--ownership", action="store_true",
                         help="also store the 361 ownership values per position")
-    parser.add_argument("--max-in-flight", type=_positive, default=4, metavar="N",
+    parser.add_argument("--max-in-flight", type=positive_int, default=4, metavar="N",
                         help="games queried at once (default 4)")
-    parser.add_argument("--max-restarts", type=_count, default=3, metavar="N",
+    parser.add_argument("--max-restarts", type=count_int, default=3, metavar="N",
                         help="KataGo restarts in a row without a finished game (default 3)")
     parser.add_argument("--resume", action="store_true",
                         help="go on in an existing --out: skip games already labelled")
-    parser.add_argument("--max-games", type=_positive, metavar="N",
+    parser.add_argument("--max-games", type=positive_int, metavar="N",
                         help="label only the first N games the build would use")
-    parser.add_argument("--max-moves", type=_positive, metavar="N",
+    parser.add_argument("--max-moves", type=positive_int, metavar="N",
                         help="label only the positions before moves 1..N of each game")
     parser.set_defaults(func=run)
 

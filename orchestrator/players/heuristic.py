@@ -37,9 +37,8 @@ from __future__ import annotations
 import random
 from functools import cache
 
-import trio
-
 from orchestrator.coords import PASS
+from orchestrator.players.local import LocalPlayer
 from orchestrator.rules.board import (
     BLACK,
     EMPTY,
@@ -49,7 +48,6 @@ from orchestrator.rules.board import (
     IllegalMove,
     neighbours_table,
 )
-from orchestrator.rules.game import Game
 
 LEVELS = (0, 1, 2)
 
@@ -332,18 +330,8 @@ def _shape(board: Board, color: int, last_move: int | None, scores: list[float])
             scores[q] += 2.0
 
 
-class HeuristicPlayer:
+class HeuristicPlayer(LocalPlayer):
     """:class:`HeuristicAI` as a referee-facing player."""
 
     def __init__(self, name: str, seed: int | None = None, level: int = 2) -> None:
-        self.name = name
-        self._ai = HeuristicAI(seed, level)
-
-    async def genmove(self, game: Game) -> int:
-        # Yield once so a game between built-in players never starves the others.
-        await trio.lowlevel.checkpoint()
-        last = game.moves[-1].point if game.moves else None
-        return self._ai.choose(game.board, game.to_play, last)
-
-    async def aclose(self) -> None:
-        return None
+        super().__init__(name, HeuristicAI(seed, level))

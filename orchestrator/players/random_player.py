@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import random
 
-import trio
-
 from orchestrator.coords import PASS
+from orchestrator.players.local import LocalPlayer
 from orchestrator.rules.board import EMPTY, Board
-from orchestrator.rules.game import Game
 
 
 def is_eye_like(board: Board, color: int, point: int) -> bool:
@@ -40,18 +38,8 @@ class RandomPlayer:
         return PASS
 
 
-class RandomMover:
+class RandomMover(LocalPlayer):
     """:class:`RandomPlayer` as a referee-facing player."""
 
     def __init__(self, name: str, seed: int | None = None) -> None:
-        self.name = name
-        self._ai = RandomPlayer(seed)
-
-    async def genmove(self, game: Game) -> int:
-        # Yield once so a game between built-in players never starves the others.
-        await trio.lowlevel.checkpoint()
-        last = game.moves[-1].point if game.moves else None
-        return self._ai.choose(game.board, game.to_play, last)
-
-    async def aclose(self) -> None:
-        return None
+        super().__init__(name, RandomPlayer(seed))
