@@ -95,12 +95,13 @@ def main() -> int:
     args = parser.parse_args()
     paths = KataGoPaths(REPO / ".katago")
     if paths.missing():
-        print(f"bench/label.py: KataGo not prepared in {paths.root} (run `make katago`)")
-        return 1
+        print(f"bench/label.py: KataGo not prepared in {paths.root} (run `make katago`); "
+              "nothing to benchmark")
+        return 0
     files = sorted(PRO.glob("*.sgf"))[:args.games] if PRO.is_dir() else []
     if len(files) < args.games:
-        print(f"bench/label.py: needs {args.games} games in {PRO.resolve()}")
-        return 1
+        print(f"bench/label.py: needs {args.games} games in {PRO.resolve()}; nothing to benchmark")
+        return 0
     games, _ = select_games(files, max_moves=args.moves)
     positions = sum(g.positions for g in games)
     print(f"{len(games)} games x {args.moves} moves = {positions} positions, "
