@@ -166,6 +166,8 @@ async def bench_memory(games: int, seconds: float = 120.0) -> None:
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(collect, options, lambda line: None, grab)
+                while "collector" not in probe:
+                    await trio.sleep(0.1)
                 start = trio.current_time()
                 while trio.current_time() - start < seconds:
                     await trio.sleep(1.0)
