@@ -8,6 +8,7 @@ any moment leaves either the old file or the new one, never a part.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -41,3 +42,19 @@ def sha256_file(path: Path) -> str:
         while chunk := fh.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def read_manifest(path: Path, fmt: str, error: type[Exception], what: str) -> dict:
+    """A JSON manifest whose ``format`` is ``fmt``; anything else raises ``error`` with
+    one line naming the file (``what`` says what the folder should have been)."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: not found (is {path.parent} {what}?)") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise error(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        raise error(f"{path}: not a {fmt} manifest")
+    return manifest

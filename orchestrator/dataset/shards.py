@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.dataset.samples import SIZE, Positions
+from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.files import sha256_file
 
 MANIFEST = "manifest.json"
@@ -116,16 +117,7 @@ class ShardWriter:
 
 def read_manifest(folder: str | os.PathLike[str]) -> dict:
     path = Path(folder) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: not found (is {folder} a go19 dataset?)") from None
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise DatasetError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise DatasetError(f"{path}: not a {FORMAT} manifest")
+    manifest = read_json_manifest(path, FORMAT, DatasetError, "a go19 dataset")
     entries = manifest.get("shards")
     games = manifest.get("games")
     if not isinstance(entries, list) or not all(_entry_ok(e, _SHARD_KEYS) for e in entries) \

@@ -31,6 +31,7 @@ import numpy as np
 from orchestrator import __version__
 from orchestrator.dataset.samples import AREA
 from orchestrator.files import atomic_write, sha256_file
+from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.label.games import LabelGame, game_ident
 
 FORMAT = "go19-labels/1"
@@ -237,16 +238,7 @@ def counts(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def read_manifest(folder: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(folder) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LabelError(f"{path}: not found (is {folder} a go19 label folder?)") from None
-    except OSError as exc:
-        raise LabelError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise LabelError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise LabelError(f"{path}: not a {FORMAT} manifest")
+    manifest = read_json_manifest(path, FORMAT, LabelError, "a go19 label folder")
     shards, games = manifest.get("shards"), manifest.get("games")
     if not isinstance(shards, list) or not isinstance(games, list) or not all(
         isinstance(s, dict) and isinstance(s.get("file"), str) and "/" not in s["file"]
