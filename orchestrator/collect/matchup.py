@@ -102,6 +102,11 @@ class GameSettings(_Strict):
     move_timeout_s: float = Field(30.0, gt=0)
     connect_timeout_s: float = Field(5.0, gt=0)
     concurrency: int = Field(16, ge=1, le=10_000)
+    down_pause_s: float = Field(
+        300.0, ge=0,
+        description="how long games wait for a player whose every replica is down before "
+        "the run stops (exit 3)",
+    )
 
     @field_validator("komi")
     @classmethod

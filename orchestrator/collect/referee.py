@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -96,7 +96,10 @@ async def play_game(
     *,
     seed: int = 0,
     live: LiveGame | None = None,
+    ready: Callable[[str], Awaitable[None]] | None = None,
 ) -> GameOutcome:
+    """Play one game. ``ready(name)``, when given, is awaited before each request to a
+    player, outside the move's deadline (the run pauses games there while it is down)."""
     game = Game(settings.size, settings.komi)
     if live is not None:
         live.game = game
@@ -131,6 +134,8 @@ async def play_game(
         else:
             opening = ()
             failure = None
+            if ready is not None:
+                await ready(name)
             if live is not None:
                 live.waiting_on = name
             asked = time.perf_counter()

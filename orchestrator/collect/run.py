@@ -1,6 +1,11 @@
 """The collect job: one nursery per run, one task per game, until N finished
 non-void games are recorded (or SPRT decides, or Ctrl-C).
 
+Before the run folder exists, every endpoint is checked (``preflight``). The first
+Ctrl-C (or SIGTERM) stops starting games and lets the games in flight finish and be
+recorded; a second one drops them. A player whose every replica is down pauses the
+games that need it, up to ``down_pause_s``, then the run stops.
+
 Slots: game ``k`` of the schedule is slot ``k``; a slot is done once a non-void
 game for it is in the journal. Starting a game takes the lowest slot neither
 done nor in flight, so a void game's slot is replayed and a resumed run replays
@@ -11,10 +16,12 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
@@ -22,6 +29,7 @@ import trio
 from orchestrator import __version__
 from orchestrator.collect.matchup import Matchup, load_matchup, run_name
 from orchestrator.collect.players import PlayerHandle, open_players
+from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
 from orchestrator.collect.recorder import JOURNAL, RUN_FILE, Recorder, RecordingError, utc_stamp
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
 from orchestrator.collect.schedule import Schedule
@@ -32,9 +40,22 @@ from orchestrator.rules.game import Game
 # A player so broken that every game is void would otherwise be replayed forever.
 MAX_VOID_STREAK = 10
 
+# Exit statuses of `collect` (documented in its --help and the README).
+EXIT_OK = 0  # every game asked for is recorded, or the SPRT decided
+EXIT_INPUT = 2  # bad matchup or options, or the recordings cannot be written
+EXIT_DOWN = 3  # a player cannot be reached (at start, for down_pause_s, or void games)
+EXIT_STOPPED = 4  # stopped before the games asked for: a streak of void games
+EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM
+
 
 class CollectError(RuntimeError):
     """The run cannot start or continue; the message is one line."""
+
+    exit_code = EXIT_INPUT
+
+
+class PlayersUnreachable(CollectError):
+    exit_code = EXIT_DOWN
 
 
 @dataclass(frozen=True)
@@ -44,6 +65,7 @@ class CollectOptions:
     resume: bool | Path = False
     recordings: Path = Path("recordings")
     dashboard: bool = True
+    wait_endpoints_s: float = 0.0
 
 
 @dataclass
@@ -52,6 +74,18 @@ class RunSummary:
     state: RunState
     interrupted: bool
     dropped_in_flight: int
+    finished_after_interrupt: int = 0
+    stop_kind: str | None = None  # sprt | void | down, when the run stopped itself
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.stop_kind == "down":
+            return EXIT_DOWN
+        if self.stop_kind == "sprt" or self.state.done >= self.state.target:
+            return EXIT_OK
+        return EXIT_STOPPED
 
 
 def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool]:
@@ -95,6 +129,14 @@ def _count_done(run_dir: Path) -> int:
     return count
 
 
+@dataclass
+class Outage:
+    """A player whose every replica is down: its games wait for ``up`` until ``deadline``."""
+
+    deadline: float
+    up: trio.Event = field(default_factory=trio.Event)
+
+
 class Collector:
     def __init__(self, matchup: Matchup, run_dir: Path, target: int, log) -> None:
         self.matchup = matchup
@@ -123,6 +165,13 @@ class Collector:
         # full disk cut short is truncated away, which must not take another line with it.
         self._writer = trio.CapacityLimiter(1)
         self.void_streak = 0
+        self._streak_fallbacks: dict[str, Counter] = {}
+        self.stop_kind: str | None = None
+        # After the first Ctrl-C: no new game starts, those in flight finish.
+        self.draining = False
+        self.finished_after_interrupt = 0
+        self.outages: dict[str, Outage] = {}
+        self._games: trio.Nursery | None = None
 
     def restore(self, records: list[dict]) -> None:
         for record in records:
@@ -144,11 +193,28 @@ class Collector:
                 return name
         return None
 
+    def _stop(self, kind: str, reason: str) -> None:
+        self.stop_kind = kind
+        self.state.stop_reason = reason
+        self._changed.set()
+
+    def drain(self) -> None:
+        """The first Ctrl-C: start nothing more, let the games in flight finish."""
+        self.draining = True
+        n = len(self.in_flight)
+        self.state.stop_reason = (
+            f"interrupted: finishing {n} game{'s' * (n != 1)} — Ctrl-C again to drop them"
+            if n else "interrupted: no game in flight"
+        )
+        self.state.event(self.state.stop_reason)
+        self._changed.set()
+
     async def run_games(self) -> None:
         state = self.state
         concurrency = self.matchup.game.concurrency
         async with trio.open_nursery() as nursery:
-            while state.stop_reason is None and self.fatal is None:
+            self._games = nursery
+            while self.stop_kind is None and self.fatal is None and not self.draining:
                 # Woken by a finished game just as the run was cancelled (Ctrl-C), this
                 # loop would start games that die at once, counted as dropped.
                 await trio.lowlevel.checkpoint_if_cancelled()
@@ -161,23 +227,66 @@ class Collector:
                 spec = self.schedule.spec(self._free_slot())
                 down = self._down_player(spec)
                 if down is not None:
-                    if not self.in_flight:
-                        state.stop_reason = (
-                            f"player {down} is down ({self.players[down].describe()}); "
-                            "resume with --resume once it is back"
-                        )
-                        break
+                    # No game starts for a player that is down: wait for it (or the stop).
+                    self._outage(down)
                     await self._wait_change()
                     continue
                 number = self.next_number
                 self.next_number += 1
                 self.in_flight[spec.slot] = number
+                self.log(f"game {number} started: {spec.black} (B) vs {spec.white} (W), "
+                         f"slot {spec.slot}")
                 nursery.start_soon(self._one_game, spec, number)
-            nursery.cancel_scope.cancel()
+            if not self.draining or self.fatal is not None:
+                nursery.cancel_scope.cancel()
 
     async def _wait_change(self) -> None:
         await self._changed.wait()
         self._changed = trio.Event()
+
+    # -- a player whose every replica is down ------------------------------------------
+
+    def _outage(self, name: str) -> Outage:
+        outage = self.outages.get(name)
+        if outage is None:
+            pause = self.matchup.game.down_pause_s
+            outage = self.outages[name] = Outage(trio.current_time() + pause)
+            self._games.start_soon(self._watch_outage, name, outage, pause)
+        return outage
+
+    async def _watch_outage(self, name: str, outage: Outage, pause: float) -> None:
+        handle = self.players[name]
+        self.state.event(
+            f"player {name} is down ({handle.describe()}): its games wait up to {pause:g} s "
+            "for a replica to come back"
+        )
+        with trio.move_on_at(outage.deadline):
+            await handle.endpoint.wait_up()
+            del self.outages[name]
+            outage.up.set()
+            self.state.event(f"player {name} is back: its games go on")
+            self._changed.set()
+            return
+        self._stop(
+            "down",
+            f"player {name} is down ({handle.describe()}) for {pause:g} s; "
+            "resume with --resume once it is back",
+        )
+        # The games paused for it are dropped (their slots are replayed on --resume).
+        self._games.cancel_scope.cancel()
+
+    async def _ready(self, name: str, live: LiveGame) -> None:
+        """Called by the referee before it asks ``name`` for a move (outside the move's
+        deadline): a game waits here while that player is down."""
+        if not self.players[name].is_down():
+            return
+        live.waiting_on = f"{name} (down)"
+        try:
+            await self._outage(name).up.wait()
+        finally:
+            live.waiting_on = None
+
+    # -- one game ----------------------------------------------------------------------
 
     async def _one_game(self, spec: GameSpec, number: int) -> None:
         live = LiveGame(
@@ -197,6 +306,7 @@ class Collector:
                     self.settings,
                     seed=self.matchup.run.seed * 1_000_003 + number,
                     live=live,
+                    ready=lambda name: self._ready(name, live),
                 )
             except trio.Cancelled:
                 self.dropped += 1
@@ -209,8 +319,11 @@ class Collector:
                     )
                 except RecordingError as exc:
                     self.fatal = str(exc)
+                    self._games.cancel_scope.cancel()
                     return
             self._count(record)
+            if self.draining:
+                self.finished_after_interrupt += 1
         finally:
             del self.state.live[number]
             del self.in_flight[spec.slot]
@@ -221,15 +334,14 @@ class Collector:
         state.add_record(record)
         if record["void"]:
             self.void_streak += 1
+            for name, counts in record["fallbacks"].items():
+                self._streak_fallbacks.setdefault(name, Counter()).update(counts)
             state.event(f"game {record['game']} void (too many fallbacks), slot replayed")
-            if self.void_streak >= MAX_VOID_STREAK:
-                culprits = sorted(n for n, c in record["fallbacks"].items() if c)
-                state.stop_reason = (
-                    f"{self.void_streak} void games in a row (too many fallbacks for "
-                    f"{', '.join(culprits)}); check the endpoint with `go19 ping`"
-                )
+            if self.void_streak >= MAX_VOID_STREAK and self.stop_kind is None:
+                self._void_streak_stop()
         else:
             self.void_streak = 0
+            self._streak_fallbacks = {}
             self.done_slots.add(record["slot"])
             state.event(
                 f"game {record['game']}: {record['black']} (B) vs {record['white']} (W) "
@@ -240,12 +352,41 @@ class Collector:
             verdict = sprt_check(state.records, self.matchup.pairing.black,
                                  self.matchup.pairing.white, sprt)
             state.sprt_line = verdict.line
-            if verdict.decision is not None:
-                state.stop_reason = f"SPRT accepted {verdict.decision}: {verdict.line}"
-                self._changed.set()
+            if verdict.decision is not None and self.stop_kind is None:
+                self._stop("sprt", f"SPRT accepted {verdict.decision}: {verdict.line}")
+
+    def _void_streak_stop(self) -> None:
+        """Name the players and the fallback reasons that voided the streak; when most of
+        a player's fallbacks were failed connections, that player is unreachable."""
+        parts = []
+        unreachable = []
+        for name, counts in sorted(self._streak_fallbacks.items()):
+            if not counts:
+                continue
+            parts.append(f"{name}: " + ", ".join(
+                f"{reason} {n}" for reason, n in counts.most_common()))
+            if counts["connection"] * 2 > sum(counts.values()):
+                unreachable.append(name)
+        reason = f"{self.void_streak} void games in a row (fallbacks {'; '.join(parts)})"
+        if unreachable:
+            where = ", ".join(f"{n} at {self.players[n].describe()}" for n in unreachable)
+            self._stop("down", f"{reason}: cannot connect to {where}; check it with "
+                               "`go19 ping`, then --resume")
+        else:
+            self._stop("void", f"{reason}; check the players' endpoints and logs, then "
+                               "--resume")
 
 
-async def collect(options: CollectOptions, log=print, dashboard_factory=None) -> RunSummary:
+def _remove_new_run_dir(run_dir: Path) -> None:
+    """A run that could not start leaves no folder behind (it was created just now)."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+async def collect(
+    options: CollectOptions, log=print, dashboard_factory=None, preflight_log=None
+) -> RunSummary:
+    """Play and record one run. ``log`` hears the run's events; ``preflight_log`` (default
+    ``log``) the endpoint checks made before anything is written."""
     matchup = load_matchup(options.matchup_path)
     name = run_name(matchup, options.matchup_path)
     run_dir, resumed = find_run_dir(options, name)
@@ -255,40 +396,48 @@ async def collect(options: CollectOptions, log=print, dashboard_factory=None) ->
     if target <= 0:
         raise CollectError("how many games? give --games N (or [run] games = N in the matchup)")
     try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CollectError(f"cannot create {run_dir}: {exc.strerror}") from None
+        await check_endpoints(matchup, options.wait_endpoints_s, preflight_log or log)
+    except EndpointsUnreachable as exc:
+        raise PlayersUnreachable(str(exc)) from None
 
     collector = Collector(matchup, run_dir, target, log)
+    recorder = Recorder(run_dir, run_dir.name, {})
+    collector.recorder = recorder
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        recorder.prepare()
+        if any(spec.kind == "gtp" for spec in matchup.players.values()):
+            (run_dir / "logs").mkdir(exist_ok=True)
+        if resumed:
+            report = recorder.resume()
+            for line in report.lines():
+                log(f"resume: {line}")
+            collector.restore(report.records)
+            log(f"resuming {run_dir}: {collector.state.done} of {target} games already done")
+        recorder.write_run_file(
+            {
+                "run_id": run_dir.name,
+                "matchup_path": str(options.matchup_path),
+                "matchup": json.loads(matchup.model_dump_json()),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "go19_version": __version__,
+                "python": platform.python_version(),
+                "games_target": target,
+            }
+        )
+    except OSError as exc:
+        if not resumed:
+            _remove_new_run_dir(run_dir)
+        raise CollectError(
+            f"cannot write recordings in {run_dir}: {exc.strerror or exc}"
+        ) from None
+
     interrupted = False
     async with trio.open_nursery() as outer:
         collector.players = await open_players(
             matchup, outer, run_dir / "logs", on_event=collector.state.event
         )
-        meta = {n: h.meta for n, h in collector.players.items()}
-        recorder = Recorder(run_dir, run_dir.name, meta)
-        collector.recorder = recorder
-        try:
-            recorder.prepare()
-            if resumed:
-                report = recorder.resume()
-                for line in report.lines():
-                    log(f"resume: {line}")
-                collector.restore(report.records)
-                log(f"resuming {run_dir}: {collector.state.done} of {target} games already done")
-            recorder.write_run_file(
-                {
-                    "run_id": run_dir.name,
-                    "matchup_path": str(options.matchup_path),
-                    "matchup": json.loads(matchup.model_dump_json()),
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "go19_version": __version__,
-                    "python": platform.python_version(),
-                    "games_target": target,
-                }
-            )
-        except OSError as exc:
-            raise CollectError(f"cannot write recordings in {run_dir}: {exc.strerror}") from None
+        recorder.players_meta = {n: h.meta for n, h in collector.players.items()}
 
         if dashboard_factory is not None:
             outer.start_soon(dashboard_factory, collector)
@@ -297,9 +446,12 @@ async def collect(options: CollectOptions, log=print, dashboard_factory=None) ->
                 nonlocal interrupted
                 with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     async for _ in signals:
-                        interrupted = True
-                        games_scope.cancel()
-                        return
+                        if not interrupted:
+                            interrupted = True
+                            collector.drain()
+                        else:
+                            games_scope.cancel()
+                            return
 
             if threading.current_thread() is threading.main_thread():
                 outer.start_soon(watch_signals)
@@ -310,4 +462,8 @@ async def collect(options: CollectOptions, log=print, dashboard_factory=None) ->
         outer.cancel_scope.cancel()
     if collector.fatal:
         raise CollectError(collector.fatal)
-    return RunSummary(run_dir, collector.state, interrupted, collector.dropped)
+    return RunSummary(
+        run_dir, collector.state, interrupted, collector.dropped,
+        finished_after_interrupt=collector.finished_after_interrupt,
+        stop_kind=collector.stop_kind,
+    )

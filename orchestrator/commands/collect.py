@@ -9,7 +9,31 @@ from pathlib import Path
 import trio
 
 from orchestrator.collect.matchup import MatchupError
-from orchestrator.collect.run import CollectError, CollectOptions, RunSummary, collect
+from orchestrator.collect.run import (
+    EXIT_INPUT,
+    CollectError,
+    CollectOptions,
+    RunSummary,
+    collect,
+)
+
+EXIT_CODES = """\
+exit status:
+  0    every game asked for is recorded, or the SPRT decided
+  2    bad matchup or options, or the recordings cannot be written (disk full,
+       read-only): nothing half-written is left, --resume continues
+  3    a player cannot be reached: no replica answers at start (after
+       --wait-endpoints), every replica down for down_pause_s, or a streak of
+       void games made of failed connections
+  4    stopped before the games asked for: a streak of void games (timeouts,
+       errors or illegal moves)
+  130  interrupted (Ctrl-C or SIGTERM): the first one lets the games in flight
+       finish and records them, a second one drops them; --resume continues
+
+examples:
+  go19 collect --matchup matchups/r5_vs_r4.toml --games 500
+  go19 collect --matchup matchups/r5_vs_r4.toml --games 500 --wait-endpoints 600 --resume
+"""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,29 +42,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="play refereed games between the players of a matchup and record them",
         description="Play N finished games between the players of a matchup file, refereed "
         "under area scoring with positional superko; record every game as SGF plus one line "
-        "in games.jsonl under recordings/<run>/, then write a report.",
+        "in games.jsonl under recordings/<run>/, then write a report. Every GO19 replica is "
+        "pinged and every GTP engine started once before anything is written.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--matchup", type=Path, required=True, help="matchup TOML file")
-    parser.add_argument("--games", type=int, help="finished non-void games wanted")
+    parser.add_argument(
+        "--games", type=int,
+        help="finished non-void games wanted (default: [run] games of the matchup)",
+    )
     parser.add_argument(
         "--resume",
         nargs="?",
         const=True,
         default=False,
         metavar="RUN_DIR",
-        help="continue the latest unfinished run of this matchup, or the given run folder",
+        help="continue the latest unfinished run of this matchup, or the given run folder "
+        "(default: start a new run)",
     )
-    parser.add_argument("--recordings", type=Path, default=Path("recordings"))
-    parser.add_argument("--reports", type=Path, default=Path("reports"))
-    parser.add_argument("--no-dashboard", action="store_true", help="plain log lines instead")
-    parser.add_argument("--no-report", action="store_true", help="skip the end-of-run report")
+    parser.add_argument(
+        "--wait-endpoints", type=float, default=0.0, metavar="SECONDS",
+        help="wait up to this long for endpoints that do not answer yet, e.g. a GPU "
+        "server still loading its model (default 0: exit 3 at once)",
+    )
+    parser.add_argument("--recordings", type=Path, default=Path("recordings"),
+                        help="where run folders go (default recordings)")
+    parser.add_argument("--reports", type=Path, default=Path("reports"),
+                        help="where the end-of-run report goes (default reports)")
+    parser.add_argument("--no-dashboard", action="store_true",
+                        help="plain log lines instead of the live dashboard (default: "
+                        "dashboard on a terminal)")
+    parser.add_argument("--no-report", action="store_true",
+                        help="skip the end-of-run report (default: write it)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.games is not None and args.games < 1:
         print("collect: --games must be at least 1", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
+    if not args.wait_endpoints >= 0:
+        print("collect: --wait-endpoints must be 0 or more seconds", file=sys.stderr)
+        return EXIT_INPUT
     resume = Path(args.resume) if isinstance(args.resume, str) else args.resume
     options = CollectOptions(
         matchup_path=args.matchup,
@@ -48,37 +92,46 @@ def run(args: argparse.Namespace) -> int:
         resume=resume,
         recordings=args.recordings,
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
+        wait_endpoints_s=args.wait_endpoints,
     )
     from orchestrator.collect.dashboard import Dashboard, plain_log
 
     dashboard = Dashboard() if options.dashboard else None
     log = dashboard.log if dashboard else plain_log
     try:
+        # The endpoint checks come before the dashboard starts: they go to the plain log.
         summary = trio.run(
-            collect, options, log, dashboard.run if dashboard else None
+            collect, options, log, dashboard.run if dashboard else None, plain_log
         )
-    except (MatchupError, CollectError) as exc:
+    except MatchupError as exc:
         print(f"collect: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
+    except CollectError as exc:
+        print(f"collect: {exc}", file=sys.stderr)
+        return exc.exit_code
     print_summary(summary)
     if not args.no_report and summary.state.done:
         from orchestrator.report.build import write_report
 
         out = args.reports / summary.run_dir.name
         write_report([summary.run_dir], out, console=True)
-    if summary.state.stop_reason and summary.state.stop_reason.startswith("player"):
-        return 3
-    return 130 if summary.interrupted else 0
+    return summary.exit_code
 
 
 def print_summary(summary: RunSummary) -> None:
     state = summary.state
     print(f"run {summary.run_dir}: {state.done}/{state.target} games finished, {state.void} void")
     if summary.interrupted:
-        print(
-            f"interrupted: {summary.dropped_in_flight} game(s) in flight were dropped "
-            "(not recorded); finished games are safe. Continue with --resume."
-        )
+        if summary.dropped_in_flight:
+            print(
+                f"interrupted: {summary.dropped_in_flight} game(s) in flight were dropped "
+                "(not recorded); finished games are safe. Continue with --resume."
+            )
+        else:
+            print(
+                f"interrupted: {summary.finished_after_interrupt} game(s) in flight were "
+                "finished and recorded. Continue with --resume."
+            )
     elif state.stop_reason:
         print(f"stopped early: {state.stop_reason}")
     for name, tally in sorted(state.tally.items()):
