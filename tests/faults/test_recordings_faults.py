@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -188,6 +189,66 @@ def test_full_disk_stops_the_run_with_one_line_and_resume_finishes(tmp_path: Pat
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         final = check_recordings(run_dir, 12)
         assert saved <= {r["sgf"] for r in final}
+
+
+def fill(disk: Path) -> Path:
+    """Take every free byte of ``disk``."""
+    filler = disk / "filler"
+    with contextlib.suppress(OSError):
+        filler.write_bytes(b"f" * (8 << 20))
+    return filler
+
+
+def test_full_disk_at_start_is_one_line_and_leaves_no_run_folder(tmp_path: Path) -> None:
+    """It used to be a 26-line ExceptionGroup traceback, exit 1, and an empty run folder."""
+    matchup = write_matchup(tmp_path)
+    with tmpfs(tmp_path / "disk", 64) as disk:
+        rec = disk / "rec"
+        rec.mkdir()
+        fill(disk)
+        done = subprocess.run(collect_cmd(matchup, rec, games=4), cwd=REPO, env=ENV,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stdout + done.stderr
+        (line,) = done.stderr.splitlines()
+        assert re.fullmatch(rf"collect: cannot write recordings in {re.escape(str(rec))}/"
+                            r"rec-[\d-]+: No space left on device", line), line
+        assert "Traceback" not in done.stdout
+        assert list(rec.iterdir()) == []
+
+
+def test_resume_that_cannot_repair_on_a_full_or_read_only_disk(tmp_path: Path) -> None:
+    """--resume must rewrite a journal whose last line a kill cut short: on a full disk,
+    then on a read-only one, that is one line and exit 2, the recordings untouched; with
+    the disk back, the same --resume finishes the run."""
+    matchup = write_matchup(tmp_path)
+    with tmpfs(tmp_path / "disk", 2048) as disk:
+        rec = disk / "rec"
+        cmd = collect_cmd(matchup, rec, games=6)
+        first = subprocess.run(collect_cmd(matchup, rec, games=3), cwd=REPO, env=ENV,
+                               capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0, first.stdout + first.stderr
+        run_dir = run_dir_of(rec)
+        journal_path = run_dir / "games.jsonl"
+        journal_path.write_bytes(journal_path.read_bytes()[:-20])  # a cut-short last line
+        damaged = {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()}
+        filler = fill(disk)
+        for expected in ("No space left on device", "Read-only file system"):
+            resumed = subprocess.run([*cmd, "--resume"], cwd=REPO, env=ENV,
+                                     capture_output=True, text=True, timeout=120)
+            assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+            assert resumed.stderr.splitlines() == [
+                f"collect: cannot write recordings in {run_dir}: {expected}"
+            ]
+            assert "Traceback" not in resumed.stdout
+            assert {p: p.read_bytes() for p in run_dir.rglob("*") if p.is_file()} == damaged
+            if expected.startswith("No space"):
+                filler.unlink()
+                remount(disk, "ro")
+        remount(disk, "rw")
+        final = subprocess.run([*cmd, "--resume"], cwd=REPO, env=ENV, capture_output=True,
+                               text=True, timeout=120)
+        assert final.returncode == 0, final.stdout + final.stderr
+        check_recordings(run_dir, 6)
 
 
 @pytest.mark.slow
