@@ -308,7 +308,8 @@ class Collector:
                     live=live,
                     ready=lambda name: self._ready(name, live),
                 )
-            except trio.Cancelled:
+            except BaseException:
+                # Cancelled, or a group holding it (a connect in progress has a nursery).
                 self.dropped += 1
                 raise
             # A finished game is recorded even if the run is being cancelled.

@@ -163,3 +163,40 @@ async def test_mixed_faults_across_endpoints_150_games(tmp_path, fault_clock) ->
     print(f"\nmixed run: {len(records)} games recorded ({sum(r['void'] for r in records)} void), "
           f"faults {dict(farm.faults())}, by reason {dict(injected)}, "
           f"flap episodes {check_backoff(run.log, farm.replicas('alpha')[1])}")
+
+
+async def test_a_player_whose_requests_all_fail_stops_the_run_with_exit_3(
+    tmp_path, fault_clock
+) -> None:
+    """alpha answers PING (so it passes the preflight) but closes every connection that
+    brings a request: every game is void. That run used to end 'stopped early' with exit 0;
+    it is a player that cannot be reached, exit 3, and the message says so."""
+    farm = Farm()
+    async with trio.open_nursery() as nursery:
+        await farm.start(nursery, "alpha", Plan({"close-before-reply": 1.0}), seed=1)
+        await farm.start(nursery, "beta", Plan(), seed=2)
+        matchup = write_matchup(tmp_path, farm, concurrency=4, move_timeout=MOVE_TIMEOUT,
+                                void_after=3)
+        run = await run_collect(matchup, tmp_path / "rec", games=4)
+        nursery.cancel_scope.cancel()
+    summary = run.summary
+    assert summary.state.done == 0
+    assert summary.exit_code == 3
+    assert summary.stop_kind == "down"
+    assert f"alpha at {farm.replicas('alpha')[0]}" in summary.state.stop_reason
+
+
+async def test_a_void_streak_of_timeouts_exits_4(tmp_path, fault_clock) -> None:
+    """Every game void for a reason other than the connection: stopped early, exit 4."""
+    farm = Farm()
+    async with trio.open_nursery() as nursery:
+        await farm.start(nursery, "alpha", Plan({"hang": 1.0}), seed=1)
+        await farm.start(nursery, "beta", Plan(), seed=2)
+        matchup = write_matchup(tmp_path, farm, concurrency=4, move_timeout=MOVE_TIMEOUT,
+                                void_after=2)
+        run = await run_collect(matchup, tmp_path / "rec", games=4)
+        nursery.cancel_scope.cancel()
+    summary = run.summary
+    assert (summary.state.done, summary.exit_code, summary.stop_kind) == (0, 4, "void")
+    assert summary.state.stop_reason.startswith("10 void games in a row (fallbacks alpha: "
+                                                "timeout ")

@@ -1,24 +1,199 @@
-"""Ctrl-C in the middle of a busy run: the games cut short are the ones in flight, no
-more. Real SIGINT, delivered from a timer thread at seeded random moments, to a run of
-500 short games at once against GO19 servers embedded in the run."""
+"""Ctrl-C in the middle of a run. The first one (or SIGTERM) stops starting games and
+lets the games in flight finish and be recorded; a second one drops them. `--resume`
+goes on after either, and the report is written in both cases.
+
+Real SIGINT to a real `go19 collect` process, playing against a GO19 server in the test
+whose answers wait behind a gate: the signal is sent once every game in flight is held
+there, so which games were in flight is known, not guessed from elapsed time."""
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import signal
-import threading
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import trio
 
 from orchestrator.collect.run import CollectOptions, collect
+from orchestrator.serve import RandomEngine, serve_go19
+from tests.conftest import REPO
 
-from .harness import journal
+from .harness import check_recordings, journal
+
+ENV = dict(os.environ, PYTHONPATH=str(REPO))
+GATED_CONCURRENCY = 3
+
+GATED = """
+[run]
+name = "int"
+[players.a]
+kind = "go19"
+replicas = ["127.0.0.1:{port}"]
+slots = 8
+image_px = 64
+[players.b]
+kind = "go19"
+replicas = ["127.0.0.1:{port}"]
+slots = 8
+image_px = 64
+[pairing]
+black = "a"
+white = "b"
+[game]
+size = 9
+move_cap = 4
+move_timeout_s = 600
+concurrency = {concurrency}
+"""
+
+
+class GatedEngine:
+    """Random moves; after ``free`` answers, every request waits until ``gate`` opens."""
+
+    def __init__(self, free: int) -> None:
+        self.inner = RandomEngine(seed=1)
+        self.free = free
+        self.gate = trio.Event()
+        self.held = 0
+
+    async def genmove(self, board: np.ndarray, color: int) -> int:
+        if self.free > 0:
+            self.free -= 1
+        elif not self.gate.is_set():
+            self.held += 1
+            await self.gate.wait()
+            self.held -= 1
+        return await self.inner.genmove(board, color)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class Output:
+    """The lines a process prints, read as they come."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ended = trio.Event()
+        self._buffer = b""
+
+    async def read(self, stream: trio.abc.ReceiveStream) -> None:
+        while data := await stream.receive_some(65536):
+            self._buffer += data
+            *done, self._buffer = self._buffer.split(b"\n")
+            self.lines += [line.decode() for line in done]
+        self.ended.set()
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+async def until(condition) -> None:
+    """Wait for a state of the test's own server or of the collector's output."""
+    with trio.fail_after(120):
+        while not condition():
+            await trio.sleep(0.01)
+
+
+def collect_cmd(matchup: Path, tmp_path: Path, games: int) -> list[str]:
+    return [sys.executable, "-m", "orchestrator.cli", "collect", "--matchup", str(matchup),
+            "--games", str(games), "--recordings", str(tmp_path / "rec"),
+            "--reports", str(tmp_path / "reports"), "--no-dashboard"]
+
+
+def started(output: Output) -> list[int]:
+    return [int(m[1]) for line in output.lines if (m := re.search(r"game (\d+) started", line))]
+
+
+def finished(output: Output) -> list[int]:
+    return [int(m[1]) for line in output.lines
+            if (m := re.search(r"game (\d+): \w+ \(B\) vs", line))]
+
+
+def in_flight(output: Output) -> list[int]:
+    done = set(finished(output))
+    return [n for n in started(output) if n not in done]
+
+
+async def interrupted_run(tmp_path: Path, engine: GatedEngine, games: int, signals: int):
+    """Start collect, wait until every game in flight is held at the gate, send
+    ``signals`` SIGINTs (the second once the first was heard), then open the gate and
+    let collect end; then --resume to the end. Returns the first run's exit status, its
+output, the games in flight at the signal, and its journal."""
+    output = Output()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(lambda task_status: serve_go19(
+            engine, "127.0.0.1", 0, slots=64, allowed_sizes=(9,), task_status=task_status))
+        matchup = tmp_path / "int.toml"
+        matchup.write_text(GATED.format(port=port, concurrency=GATED_CONCURRENCY))
+        proc = await trio.lowlevel.open_process(
+            collect_cmd(matchup, tmp_path, games), cwd=REPO, env=ENV,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        nursery.start_soon(output.read, proc.stdout)
+        await until(lambda: engine.held == GATED_CONCURRENCY)
+        # Everything is held now, so collect has nothing more to say until the signal.
+        await until(lambda: len(in_flight(output)) == GATED_CONCURRENCY)
+        held = in_flight(output)
+        proc.send_signal(signal.SIGINT)
+        finishing = f"interrupted: finishing {GATED_CONCURRENCY} games — Ctrl-C again to drop them"
+        await until(lambda: any(line.endswith(finishing) for line in output.lines))
+        if signals == 2:
+            proc.send_signal(signal.SIGINT)
+            await until(lambda: proc.poll() is not None)
+        engine.gate.set()
+        with trio.fail_after(120):
+            await proc.wait()
+            await output.ended.wait()
+        (run_dir,) = (tmp_path / "rec").glob("int-*")
+        first_run = journal(run_dir)
+        # The report is written after either kind of interrupt.
+        assert (tmp_path / "reports" / run_dir.name / "report.md").is_file(), output.text
+        # --resume goes on, against the same server, to the games asked for.
+        resumed = await trio.run_process(
+            [*collect_cmd(matchup, tmp_path, games), "--resume"], cwd=REPO, env=ENV,
+            capture_stdout=True, stderr=subprocess.STDOUT, check=False)
+        nursery.cancel_scope.cancel()
+    assert resumed.returncode == 0, resumed.stdout.decode()
+    check_recordings(run_dir, games)
+    return proc.returncode, output, held, first_run
+
+
+async def test_first_ctrl_c_finishes_the_games_in_flight(tmp_path: Path) -> None:
+    engine = GatedEngine(free=0)  # every game is held on its first move
+    status, output, held, records = await interrupted_run(tmp_path, engine, 5, signals=1)
+    assert status == 130, output.text
+    assert held == [1, 2, 3]
+    assert started(output) == held  # nothing started after the signal
+    # The three games held at the signal were played out and recorded.
+    assert sorted(r["game"] for r in records) == held and not any(r["void"] for r in records)
+    assert "interrupted: 3 game(s) in flight were finished and recorded. Continue with " \
+        "--resume." in output.lines
+
+
+async def test_second_ctrl_c_drops_the_games_in_flight(tmp_path: Path) -> None:
+    # Twelve free answers (a game is at most 4 moves): at least one game finishes before
+    # the gate holds three others, and at most 6 (so 20 are never all in flight or done).
+    engine = GatedEngine(free=12)
+    status, output, held, records = await interrupted_run(tmp_path, engine, 20, signals=2)
+    assert status == 130, output.text
+    assert "interrupted: 3 game(s) in flight were dropped (not recorded); finished games " \
+        "are safe. Continue with --resume." in output.lines
+    before = finished(output)
+    assert before and set(before).isdisjoint(held)
+    assert started(output) == sorted(before + held)  # nothing started after the signals
+    # Recorded: exactly the games that finished before the signals.
+    assert sorted(r["game"] for r in records) == sorted(before)
+
 
 CONCURRENCY = 500
-MATCHUP = f"""
+EMBEDDED = f"""
 [players.a]
 kind = "go19"
 embedded = {{ engine = "random", seed = 1 }}
@@ -40,23 +215,40 @@ concurrency = {CONCURRENCY}
 
 
 @pytest.mark.slow
-def test_ctrl_c_drops_only_the_games_in_flight(tmp_path: Path) -> None:
-    """Games finish in waves here, so Ctrl-C often lands while the scheduler has just
-    been woken to refill the free slots: it used to start hundreds of games that were
-    cancelled at once and reported as dropped (930 "in flight" out of 500)."""
+def test_ctrl_c_twice_in_a_busy_run_accounts_for_every_game(tmp_path: Path) -> None:
+    """500 short games at once finish in waves, so Ctrl-C often lands while the scheduler
+    has just been woken to refill the free slots: it used to start hundreds of games that
+    were cancelled at once (930 "in flight" out of 500). The signals are sent once a
+    seeded number of games is recorded; every game started is then either recorded or
+    counted as dropped, and none starts after the first Ctrl-C."""
     rng = random.Random(23)
     matchup = tmp_path / "m.toml"
-    matchup.write_text(MATCHUP)
+    matchup.write_text(EMBEDDED)
     for i in range(8):
-        timer = threading.Timer(rng.uniform(1.0, 3.0), os.kill, (os.getpid(), signal.SIGINT))
-        timer.start()
+        wanted = rng.randint(1, 600)
+        seen: dict[str, int] = {}
+
+        def log(line: str, seen=seen) -> None:
+            if m := re.fullmatch(r"interrupted: finishing (\d+) games? — Ctrl-C again to "
+                                 r"drop them", line):
+                seen["in_flight"] = int(m[1])  # what the collector had in flight then
+
+        async def ctrl_c_twice(collector, wanted=wanted, seen=seen) -> None:
+            while collector.state.done < wanted:
+                await trio.sleep(0.005)
+            os.kill(os.getpid(), signal.SIGINT)
+            while not collector.draining:
+                await trio.sleep(0)
+            seen["started"] = collector.next_number - 1
+            os.kill(os.getpid(), signal.SIGINT)
+
         options = CollectOptions(matchup, games=10**6, recordings=tmp_path / f"rec{i}",
                                  dashboard=False)
-        summary = trio.run(collect, options, lambda line: None)
-        timer.join()
+        summary = trio.run(collect, options, log, ctrl_c_twice)
         assert summary.interrupted
-        assert 0 < summary.dropped_in_flight <= CONCURRENCY
+        assert summary.dropped_in_flight + summary.finished_after_interrupt == seen["in_flight"]
+        assert 0 < seen["in_flight"] <= CONCURRENCY
         records = journal(summary.run_dir)
-        assert len(records) == summary.state.done
-        # Game numbers are handed out as games start: none went to a game never played.
-        assert max(r["game"] for r in records) <= len(records) + summary.dropped_in_flight
+        assert len(records) == summary.state.done >= wanted
+        assert max(r["game"] for r in records) <= seen["started"]
+        assert len(records) + summary.dropped_in_flight == seen["started"]
