@@ -165,6 +165,7 @@ async def test_too_many_fallbacks_void_the_game_and_replay_it(tmp_path: Path) ->
     # Every game with weak is void, so the run stops itself after a streak of them.
     summary = await run_collect(path, tmp_path, games=1)
     assert "void games in a row" in summary.state.stop_reason
+    assert summary.exit_code == 4  # fewer games than asked, not by the SPRT: a failed run
     run_dir = summary.run_dir
     records = journal(run_dir)
     assert len(records) == 10 and all(r["void"] for r in records)
@@ -289,6 +290,7 @@ sprt = { elo0 = 0, elo1 = 100, alpha = 0.05, beta = 0.05 }
     summary = await run_collect(path, tmp_path, games=200)
     state = summary.state
     assert state.stop_reason is not None and state.stop_reason.startswith("SPRT accepted H1")
+    assert summary.exit_code == 0  # the SPRT deciding is a run that did its job
     assert 0 < state.done < 200
     records = journal(summary.run_dir)
     assert len(records) == state.done

@@ -200,3 +200,13 @@ def test_wait_endpoints_waits_for_a_server_started_late(tmp_path: Path) -> None:
     assert re.search(rf"● OK a 127\.0\.0\.1:{port} \(", out), output
     (run_dir,) = (tmp_path / "rec").glob("pre-*")
     assert len((run_dir / "games.jsonl").read_text().splitlines()) == 2
+
+
+def test_help_documents_the_exit_codes_and_the_wait() -> None:
+    done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "collect", "--help"],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    codes = re.findall(r"^  (\d+) +\S", done.stdout.split("exit status:")[1], re.M)
+    assert codes == ["0", "2", "3", "4", "130"]
+    assert "--wait-endpoints SECONDS" in done.stdout
+    assert "(default 0: exit 3 at once)" in " ".join(done.stdout.split())
