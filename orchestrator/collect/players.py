@@ -94,7 +94,8 @@ async def open_players(
     """Start what the players need (embedded servers in ``nursery``) and return them.
 
     ``on_event`` hears the GO19 endpoints' connection news (failed connects with their
-    backoff, replicas down, reconnects), each line prefixed with the player's name.
+    backoff, replicas down and back up, reconnects), each line prefixed with the
+    player's name. Down replicas are probed in ``nursery`` until the endpoint closes.
     """
     handles: dict[str, PlayerHandle] = {}
     for name, spec in matchup.players.items():
@@ -126,6 +127,7 @@ async def open_players(
                 connect_timeout=matchup.game.connect_timeout_s,
                 allowed_sizes=(matchup.game.size,),
                 on_event=_prefixed(on_event, name),
+                nursery=nursery,  # down replicas are probed for as long as the run lasts
             )
             meta = {
                 "kind": "go19",
