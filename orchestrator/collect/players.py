@@ -22,7 +22,7 @@ from orchestrator.players.base import Player
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.heuristic import HeuristicPlayer
-from orchestrator.players.random_player import RandomMover
+from orchestrator.players.random_player import RandomPlayer
 from orchestrator.rules.game import Game
 from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
 
@@ -158,6 +158,6 @@ async def open_players(
             )
         elif isinstance(spec, RandomPlayerSpec):
             handles[name] = PlayerHandle(
-                name, RandomMover(name, seed=spec.seed), {"kind": "random", "seed": spec.seed}
+                name, RandomPlayer(name, seed=spec.seed), {"kind": "random", "seed": spec.seed}
             )
     return handles

@@ -478,7 +478,6 @@ class Go19Endpoint:
         *,
         slots_per_replica: int = 1,
         connect_timeout: float = 5.0,
-        image_px: int = 512,
         allowed_sizes: Iterable[int] | None = None,
         limits: wire.Limits | None = None,
         max_failures: int = 6,
@@ -495,7 +494,6 @@ class Go19Endpoint:
             raise ValueError(f"slots_per_replica must be >= 1, not {slots_per_replica}")
         self.slots_per_replica = slots_per_replica
         self.connect_timeout = connect_timeout
-        self.image_px = image_px
         self.limits = limits or wire.Limits()
         if allowed_sizes is not None:
             self.limits = replace(self.limits, allowed_sizes=frozenset(allowed_sizes))
@@ -634,10 +632,10 @@ def _last_stone(game: Game) -> int | None:
 class Go19Player:
     """A policy behind a GO19 endpoint; the endpoint belongs to whoever opened it."""
 
-    def __init__(self, endpoint: Go19Endpoint, name: str, image_px: int | None = None) -> None:
+    def __init__(self, endpoint: Go19Endpoint, name: str, image_px: int = 512) -> None:
         self.endpoint = endpoint
         self.name = name
-        self.image_px = endpoint.image_px if image_px is None else image_px
+        self.image_px = image_px
 
     async def genmove(self, game: Game) -> int:
         board = game.board.to_array()
