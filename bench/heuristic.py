@@ -23,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from orchestrator.players.heuristic import HeuristicAI  # noqa: E402
-from orchestrator.players.random_player import RandomPlayer  # noqa: E402
+from orchestrator.players.heuristic import HeuristicChooser  # noqa: E402
+from orchestrator.players.random_player import RandomChooser  # noqa: E402
 from orchestrator.rules import BLACK, WHITE, Game  # noqa: E402
 
 SIZE = 19
@@ -102,7 +102,8 @@ def main() -> int:
     print(f"{SIZE}x{SIZE}, komi {KOMI}, Tromp-Taylor, cap {MOVE_CAP} moves")
 
     if args.vs_random:
-        t = pairing(lambda s: HeuristicAI(s, 2), RandomPlayer, ("L2", "random"), args.vs_random)
+        t = pairing(lambda s: HeuristicChooser(s, 2), RandomChooser, ("L2", "random"),
+                    args.vs_random)
         print(f"level 2 vs random: {t.wins}/{t.games} wins = {100 * t.wins / t.games:.1f} % "
               f"(target >= 95 %); {lengths(t)}")
         speed += t.times["L2"]
@@ -113,20 +114,23 @@ def main() -> int:
               f"(ratio {mean_h / mean_r:.1f}x)")
 
     if args.self_play:
-        t = pairing(lambda s: HeuristicAI(s, 2), lambda s: HeuristicAI(s, 2), ("L2", "L2"),
+        t = pairing(lambda s: HeuristicChooser(s, 2), lambda s: HeuristicChooser(s, 2),
+                    ("L2", "L2"),
                     args.self_play)
         print(f"level 2 vs level 2: {lengths(t)}")
         speed += t.times["L2"]
         speed_cpu += t.cpu["L2"]
 
     if args.levels:
-        t = pairing(lambda s: HeuristicAI(s, 2), lambda s: HeuristicAI(s, 1), ("L2", "L1"),
+        t = pairing(lambda s: HeuristicChooser(s, 2), lambda s: HeuristicChooser(s, 1),
+                    ("L2", "L1"),
                     args.levels)
         print(f"level 2 vs level 1: level 2 wins {t.wins}/{t.games} = "
               f"{100 * t.wins / t.games:.1f} %; {lengths(t)}")
         speed += t.times["L2"]
         speed_cpu += t.cpu["L2"]
-        t0 = pairing(lambda s: HeuristicAI(s, 1), lambda s: HeuristicAI(s, 0), ("L1", "L0"),
+        t0 = pairing(lambda s: HeuristicChooser(s, 1), lambda s: HeuristicChooser(s, 0),
+                     ("L1", "L0"),
                      max(1, args.levels // 2))
         print(f"level 1 vs level 0: level 1 wins {t0.wins}/{t0.games} = "
               f"{100 * t0.wins / t0.games:.1f} %; {lengths(t0)}")

@@ -25,9 +25,9 @@ import trio
 
 from orchestrator import coords
 from orchestrator.players.base import RESIGN, Player
-from orchestrator.players.heuristic import HeuristicAI
+from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.players.local import Chooser
-from orchestrator.players.random_player import RandomPlayer
+from orchestrator.players.random_player import RandomChooser
 from orchestrator.protocol import go19 as wire
 from orchestrator.rules.board import BLACK, WHITE, Board
 from orchestrator.rules.game import Game
@@ -45,7 +45,7 @@ class EngineError(Exception):
     """The engine cannot answer this request; the message goes back in an error frame."""
 
 
-def _stones(board: np.ndarray) -> tuple[list[int], list[int]]:
+def stone_points(board: np.ndarray) -> tuple[list[int], list[int]]:
     flat = board.reshape(-1)
     return np.flatnonzero(flat == BLACK).tolist(), np.flatnonzero(flat == WHITE).tolist()
 
@@ -53,7 +53,7 @@ def _stones(board: np.ndarray) -> tuple[list[int], list[int]]:
 def position(board: np.ndarray) -> Board:
     """The request's stones as a Board; a group without liberties is an EngineError."""
     result = Board(board.shape[0])
-    black, white = _stones(board)
+    black, white = stone_points(board)
     try:
         result.setup(black=black, white=white)
     except ValueError as exc:
@@ -77,12 +77,12 @@ class ChooserEngine:
 
 class HeuristicEngine(ChooserEngine):
     def __init__(self, seed: int | None = None, level: int = 2) -> None:
-        super().__init__(HeuristicAI(seed=seed, level=level))
+        super().__init__(HeuristicChooser(seed=seed, level=level))
 
 
 class RandomEngine(ChooserEngine):
     def __init__(self, seed: int | None = None) -> None:
-        super().__init__(RandomPlayer(seed))
+        super().__init__(RandomChooser(seed))
 
 
 class PlayerPoolEngine:
@@ -106,7 +106,7 @@ class PlayerPoolEngine:
         size = board.shape[0]
         position(board)  # refuse impossible positions before an engine sees them
         game = Game(size=size, komi=self.komi)
-        black, white = _stones(board)
+        black, white = stone_points(board)
         game.setup(black=black, white=white, to_play=color)
         async with self._turn:
             player = self._free.pop()

@@ -22,7 +22,7 @@ from orchestrator.players.base import Player
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.heuristic import HeuristicPlayer
-from orchestrator.players.random_player import RandomMover
+from orchestrator.players.random_player import RandomPlayer
 from orchestrator.rules.game import Game
 from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
 
@@ -94,7 +94,8 @@ async def open_players(
     """Start what the players need (embedded servers in ``nursery``) and return them.
 
     ``on_event`` hears the GO19 endpoints' connection news (failed connects with their
-    backoff, replicas down, reconnects), each line prefixed with the player's name.
+    backoff, replicas down and back up, reconnects), each line prefixed with the
+    player's name. Down replicas are probed in ``nursery`` until the endpoint closes.
     """
     handles: dict[str, PlayerHandle] = {}
     for name, spec in matchup.players.items():
@@ -126,6 +127,7 @@ async def open_players(
                 connect_timeout=matchup.game.connect_timeout_s,
                 allowed_sizes=(matchup.game.size,),
                 on_event=_prefixed(on_event, name),
+                nursery=nursery,  # down replicas are probed for as long as the run lasts
             )
             meta = {
                 "kind": "go19",
@@ -156,6 +158,6 @@ async def open_players(
             )
         elif isinstance(spec, RandomPlayerSpec):
             handles[name] = PlayerHandle(
-                name, RandomMover(name, seed=spec.seed), {"kind": "random", "seed": spec.seed}
+                name, RandomPlayer(name, seed=spec.seed), {"kind": "random", "seed": spec.seed}
             )
     return handles

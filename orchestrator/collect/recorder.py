@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator import __version__
-from orchestrator.collect.referee import GameOutcome
+from orchestrator.collect.referee import RefereedGame
 from orchestrator.collect.sgf_record import RECORD_PROP, recorded_game_sgf
 from orchestrator.files import atomic_write
 from orchestrator.rules.board import BLACK, WHITE
@@ -76,7 +76,7 @@ def latency_summary(samples: list[float]) -> dict:
     }
 
 
-def journal_record(outcome: GameOutcome, run_id: str, players_meta: dict[str, dict]) -> dict:
+def journal_record(outcome: RefereedGame, run_id: str, players_meta: dict[str, dict]) -> dict:
     spec = outcome.spec
     names = sorted({spec.black, spec.white})
     sgf_name = f"baduk-{utc_stamp(outcome.finished)}-{outcome.number:05d}.sgf"
@@ -149,7 +149,7 @@ class Recorder:
     def write_run_file(self, info: dict) -> None:
         atomic_write(self.run_dir / RUN_FILE, (json.dumps(info, indent=2) + "\n").encode())
 
-    def save(self, outcome: GameOutcome) -> dict:
+    def save(self, outcome: RefereedGame) -> dict:
         """Write one finished game; returns its journal record. Raises RecordingError."""
         record = journal_record(outcome, self.run_id, self.players_meta)
         folder = self.run_dir / VOID_DIR if outcome.void else self.run_dir

@@ -1,6 +1,7 @@
-"""One refereed game: ask each side for a move under a deadline, replace what
-cannot be played with the heuristic AI's move (and say why), end on two passes,
-resignation, the move cap or too many fallbacks (void)."""
+"""One refereed game: ask each side for a move under a deadline (:func:`ask`), replace
+what cannot be played with the heuristic chooser's move and say why (the fallback),
+end on two passes, resignation, the move cap or too many fallbacks (void), and score
+it (the outcome, :class:`RefereedGame`)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import trio
 
 from orchestrator.coords import PASS
 from orchestrator.players.base import RESIGN, Player, PlayerError
-from orchestrator.players.heuristic import HeuristicAI
+from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.rules.board import BLACK, WHITE, IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.rules.scoring import result_string
+from orchestrator.sgf import SgfMove
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +48,6 @@ class RefereeSettings:
     fallback_level: int = 2
 
 
-@dataclass(frozen=True, slots=True)
-class PlayedMove:
-    color: int
-    point: int
-    source: str | None  # None: the player's own policy; "opening"; "fallback:<reason>"
-    latency_ms: float | None = None  # how long the player took to answer, when it did
-
-
 @dataclass
 class LiveGame:
     """What the dashboard reads about a game in flight; the referee updates it."""
@@ -68,12 +62,14 @@ class LiveGame:
 
 
 @dataclass
-class GameOutcome:
+class RefereedGame:
+    """A game as the referee ended it: what the recorder writes (SGF and journal line)."""
+
     spec: GameSpec
     number: int
     size: int
     komi: float
-    moves: list[PlayedMove]
+    moves: list[SgfMove]  # source None: the player's own policy; "opening"; "fallback:<r>"
     reason: str  # two-passes | resign | move-cap | void
     result: str  # SGF RE: B+3.5, W+R, 0, Void
     winner: int | None  # BLACK, WHITE, 0 for a draw, None when void
@@ -88,6 +84,170 @@ class GameOutcome:
         return self.reason == "void"
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What asking a player gave: a point (or RESIGN) it chose in time, or the fallback
+    reason, and how long it took when it answered in time."""
+
+    point: int | None
+    failure: str | None
+    latency_ms: float | None = None
+
+
+async def ask(
+    player: Player, game: Game, timeout_s: float, on_error: Callable[[Exception], None]
+) -> Answer:
+    """Ask ``player`` for ``game.to_play``'s move, timed on the trio clock.
+
+    The deadline is one clock reading: a reply that completes at or after it is a
+    ``timeout``, even when it came back before trio delivered the cancellation (a
+    loaded event loop runs the reply's task and the expired deadline in the same tick).
+    """
+    asked = trio.current_time()
+    deadline = asked + timeout_s
+    point: int | None = None
+    failure: str | None = None
+    with trio.move_on_at(deadline):
+        try:
+            point = await player.genmove(game)
+        except PlayerError as exc:
+            failure = exc.reason
+        except Exception as exc:  # noqa: BLE001 - one broken reply must not end the run
+            failure = "error"
+            on_error(exc)
+    answered = trio.current_time()
+    if failure is not None:
+        return Answer(None, failure)
+    if point is None or answered >= deadline:
+        return Answer(None, "timeout")
+    return Answer(point, None, (answered - asked) * 1000.0)
+
+
+def _result(game: Game, reason: str, winner: int | None) -> tuple[str, int | None, float | None]:
+    """SGF result, winner and Black's margin of a game that ended for ``reason``."""
+    if reason == "void":
+        return "Void", None, None
+    if reason == "resign":
+        return ("B" if winner == BLACK else "W") + "+R", winner, None
+    area = game.score()
+    return result_string(area.margin), area.winner, area.margin
+
+
+def _end_of_play(game: Game, settings: RefereeSettings) -> str | None:
+    if game.over_by_passes:
+        return "two-passes"
+    if game.move_number >= settings.move_cap:
+        return "move-cap"
+    return None
+
+
+class _Referee:
+    """The state of one game in play: what each side did, and its fallback counts."""
+
+    def __init__(self, spec: GameSpec, number: int, players: dict[str, Player],
+                 settings: RefereeSettings, seed: int, live: LiveGame | None,
+                 ready: Callable[[str], Awaitable[None]] | None = None) -> None:
+        self.spec, self.number, self.players, self.settings = spec, number, players, settings
+        self.live = live
+        self.ready = ready
+        self.game = Game(settings.size, settings.komi)
+        if live is not None:
+            live.game = self.game
+        self.chooser = HeuristicChooser(seed=seed, level=settings.fallback_level)
+        self.names = {BLACK: spec.black, WHITE: spec.white}
+        self.fallbacks: dict[str, Counter] = {n: Counter() for n in set(self.names.values())}
+        self.latencies: dict[str, list[float]] = {n: [] for n in set(self.names.values())}
+        self.fallback_count = {BLACK: 0, WHITE: 0}
+        self.moves: list[SgfMove] = []
+        self.opening = spec.opening.moves if spec.opening else ()
+        self.last_move: int | None = None
+
+    def _event(self, text: str) -> None:
+        if self.live is not None and self.live.event_sink is not None:
+            self.live.event_sink(text)
+
+    def opening_move(self) -> int | None:
+        """The opening's next point while it still applies (it stops at its first illegal one)."""
+        ply = self.game.move_number
+        if ply < len(self.opening) and self.game.board.is_legal(self.game.to_play,
+                                                                  self.opening[ply]):
+            return self.opening[ply]
+        self.opening = ()
+        return None
+
+    async def ask(self, name: str) -> Answer:
+        if self.ready is not None:
+            await self.ready(name)  # outside the move's deadline
+        live = self.live
+        if live is not None:
+            live.waiting_on = name
+        answer = await ask(self.players[name], self.game, self.settings.move_timeout_s,
+                           lambda exc: self._event(f"game {self.number}: {name} raised {exc!r}"))
+        if live is not None:
+            live.waiting_on = None
+        if answer.latency_ms is not None:
+            self.latencies[name].append(answer.latency_ms)
+            if live is not None and live.latency_sink is not None:
+                live.latency_sink.setdefault(name, deque(maxlen=1000)).append(answer.latency_ms)
+        return answer
+
+    def fallback(self, color: int, failure: str) -> int | None:
+        """Count the fallback and return the chooser's point, or None once the side has
+        had more fallbacks than ``void_after`` (the game is void)."""
+        name = self.names[color]
+        self.fallbacks[name][failure] += 1
+        self._event(f"game {self.number} move {self.game.move_number + 1}: {name} {failure}, "
+                    "fallback")
+        self.fallback_count[color] += 1
+        if self.fallback_count[color] > self.settings.void_after:
+            return None
+        return self.chooser.choose(self.game.board, color, self.last_move)
+
+    async def next_move(self) -> SgfMove | str:
+        """Play the side to move's next move; a string is the reason the game ended."""
+        game, color = self.game, self.game.to_play
+        point = self.opening_move()
+        if point is not None:
+            game.play(point)
+            return SgfMove(color, point, "opening")
+        answer = await self.ask(self.names[color])
+        failure = answer.failure
+        if failure is None and answer.point == RESIGN:
+            return "resign"
+        if failure is None:
+            try:
+                game.play(answer.point)  # checks legality before changing anything
+                return SgfMove(color, answer.point, None, ms=answer.latency_ms)
+            except IllegalMove as exc:
+                failure = f"illegal:{exc.reason}"
+        point = self.fallback(color, failure)
+        if point is None:
+            return "void"
+        game.play(point)
+        # An illegal answer was still an answer: its latency stays on the node.
+        return SgfMove(color, point, f"fallback:{failure}", ms=answer.latency_ms)
+
+    async def play(self) -> RefereedGame:
+        started = time.time()
+        winner: int | None = None
+        while (reason := _end_of_play(self.game, self.settings)) is None:
+            color = self.game.to_play
+            move = await self.next_move()
+            if isinstance(move, str):
+                reason, winner = move, (3 - color if move == "resign" else None)
+                break
+            self.moves.append(move)
+            self.last_move = None if move.point == PASS else move.point
+        result, winner, score = _result(self.game, reason, winner)
+        settings = self.settings
+        return RefereedGame(
+            spec=self.spec, number=self.number, size=settings.size, komi=settings.komi,
+            moves=self.moves, reason=reason, result=result, winner=winner, score=score,
+            fallbacks=self.fallbacks, latencies_ms=self.latencies,
+            started=started, finished=time.time(),
+        )
+
+
 async def play_game(
     spec: GameSpec,
     number: int,
@@ -97,111 +257,8 @@ async def play_game(
     seed: int = 0,
     live: LiveGame | None = None,
     ready: Callable[[str], Awaitable[None]] | None = None,
-) -> GameOutcome:
-    """Play one game. ``ready(name)``, when given, is awaited before each request to a
-    player, outside the move's deadline (the run pauses games there while it is down)."""
-    game = Game(settings.size, settings.komi)
-    if live is not None:
-        live.game = game
-    fallback_ai = HeuristicAI(seed=seed, level=settings.fallback_level)
-    names = {BLACK: spec.black, WHITE: spec.white}
-    fallbacks: dict[str, Counter] = {name: Counter() for name in set(names.values())}
-    latencies: dict[str, list[float]] = {name: [] for name in set(names.values())}
-    fallback_count = {BLACK: 0, WHITE: 0}
-    played: list[PlayedMove] = []
-    opening = spec.opening.moves if spec.opening else ()
-    started = time.time()
-    last_move: int | None = None
-    reason = ""
-    winner: int | None = None
-
-    while True:
-        if game.over_by_passes:
-            reason = "two-passes"
-            break
-        if game.move_number >= settings.move_cap:
-            reason = "move-cap"
-            break
-        color = game.to_play
-        name = names[color]
-        point: int | None = None
-        source: str | None = None
-        elapsed_ms: float | None = None
-        ply = game.move_number
-        if ply < len(opening) and game.board.is_legal(color, opening[ply]):
-            point, source = opening[ply], "opening"
-            game.play(point)
-        else:
-            opening = ()
-            failure = None
-            if ready is not None:
-                await ready(name)
-            if live is not None:
-                live.waiting_on = name
-            asked = time.perf_counter()
-            with trio.move_on_after(settings.move_timeout_s) as deadline:
-                try:
-                    point = await players[name].genmove(game)
-                except PlayerError as exc:
-                    failure = exc.reason
-                except Exception as exc:  # noqa: BLE001 - one broken reply must not end the run
-                    failure = "error"
-                    if live is not None and live.event_sink is not None:
-                        live.event_sink(f"game {number}: {name} raised {exc!r}")
-            if live is not None:
-                live.waiting_on = None
-            if deadline.cancelled_caught:
-                failure = "timeout"
-            elif failure is None:
-                elapsed_ms = (time.perf_counter() - asked) * 1000.0
-                latencies[name].append(elapsed_ms)
-                if live is not None and live.latency_sink is not None:
-                    live.latency_sink.setdefault(name, deque(maxlen=1000)).append(elapsed_ms)
-            if point == RESIGN and failure is None:
-                reason, winner = "resign", 3 - color
-                break
-            if failure is None:
-                # play() checks legality before changing anything: one probe, not two.
-                try:
-                    game.play(point)
-                except IllegalMove as exc:
-                    failure = f"illegal:{exc.reason}"
-            if failure is not None:
-                fallbacks[name][failure] += 1
-                if live is not None and live.event_sink is not None:
-                    live.event_sink(
-                        f"game {number} move {game.move_number + 1}: {name} {failure}, fallback"
-                    )
-                fallback_count[color] += 1
-                if fallback_count[color] > settings.void_after:
-                    reason = "void"
-                    break
-                point = fallback_ai.choose(game.board, color, last_move)
-                source = f"fallback:{failure}"
-                game.play(point)
-        played.append(PlayedMove(color, point, source, elapsed_ms))
-        last_move = None if point == PASS else point
-
-    score = None
-    if reason == "void":
-        result = "Void"
-    elif reason == "resign":
-        result = ("B" if winner == BLACK else "W") + "+R"
-    else:
-        area = game.score()
-        score, winner, result = area.margin, area.winner, result_string(area.margin)
-    return GameOutcome(
-        spec=spec,
-        number=number,
-        size=settings.size,
-        komi=settings.komi,
-        moves=played,
-        reason=reason,
-        result=result,
-        winner=winner,
-        score=score,
-        fallbacks=fallbacks,
-        latencies_ms=latencies,
-        started=started,
-        finished=time.time(),
-    )
+) -> RefereedGame:
+    """Play one game to its end; ``started``/``finished`` are wall-clock stamps for the record.
+    ``ready(name)``, when given, is awaited before each request to a player, outside the
+    move's deadline (the run pauses games there while that player is down)."""
+    return await _Referee(spec, number, players, settings, seed, live, ready).play()

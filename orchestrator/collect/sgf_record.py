@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from orchestrator.collect.referee import GameOutcome
+from orchestrator.collect.referee import RefereedGame
 from orchestrator.sgf import (
     BLACK_PLAYER_PROP,
     END_PROP,
@@ -34,11 +34,11 @@ def _comment(source: str | None, name: str) -> str | None:
     return f"fallback: {name} {reason}; the heuristic AI played this move"
 
 
-def recorded_game_sgf(outcome: GameOutcome, record: dict, version: str) -> bytes:
+def recorded_game_sgf(outcome: RefereedGame, record: dict, version: str) -> bytes:
     spec = outcome.spec
     names = {1: spec.black, 2: spec.white}
     moves = tuple(
-        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]), m.latency_ms)
+        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]), m.ms)
         for m in outcome.moves
     )
     extra = {

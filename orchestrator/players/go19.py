@@ -8,9 +8,14 @@ answer to the next request.
 :class:`Go19Endpoint` pools connections to the replicas of one adapter. A
 request goes to the least-loaded healthy replica; each replica reconnects on
 its own schedule (1.5 s, 3 s, 4.5 s … capped at 15 s between attempts) and is
-marked down after 6 consecutive failed connects, until :meth:`Go19Endpoint.reset`.
-An ``on_event`` callback hears each failed connect with its backoff, each replica
-marked down, and each reconnect after failures, as one line naming the replica.
+marked down after 6 consecutive failures. A failure is a connect that fails, or
+a new connection that breaks or sends garbage before its first reply (a server
+that accepts and hangs up is as unusable as one that refuses); timeouts are the
+caller's and do not count. A down replica is probed in the background (connect
+and PING on the same schedule) when the endpoint has a nursery, and serves again
+as soon as it answers; :meth:`Go19Endpoint.wait_up` waits for that. An
+``on_event`` callback hears each failure with its backoff, each replica marked
+down or back up, and each reconnect after failures, as one line naming the replica.
 
 Socket, timeout and protocol failures become go19's :class:`PlayerError` types in
 one place, :func:`_wire_errors`. Nothing here takes a timeout except the
@@ -36,6 +41,7 @@ from orchestrator.players.base import (
     ConnectionFailed,
     EndpointDown,
     ErrorReply,
+    PlayerError,
     ProtocolViolation,
 )
 from orchestrator.protocol import go19 as wire
@@ -100,6 +106,7 @@ class Go19Connection:
         self._busy = False
         self.closed = False
         self.exchanges = 0  # completed request/reply or ping/pong cycles
+        self.round = 0  # set by the pool: which of its replica's failure rounds opened it
         self.idle_since = trio.current_time()
 
     @classmethod
@@ -200,7 +207,7 @@ class ReplicaStats:
 
     address: str
     status: str  # idle (no connection yet) | ok | connecting | backoff | down
-    retry_at: float | None  # while in backoff: when the next connect attempt happens
+    retry_at: float | None  # in backoff: the next connect attempt; down: the next probe
     in_flight: int
     idle_connections: int
     requests: int
@@ -231,6 +238,10 @@ class _Replica:
         self.last_error: str | None = None
         self.latency_ms: deque[float] = deque(maxlen=endpoint.latency_samples)
         self._lost_connection = False  # the next connect counts as a reconnect
+        # Bumped by each counted failure. A new connection that fails counts only if no
+        # failure was counted since it was opened: concurrent requests cannot speed up
+        # the schedule by failing together.
+        self.round = 0
         self._connect_lock = trio.Lock()
 
     @property
@@ -245,7 +256,7 @@ class _Replica:
         return ReplicaStats(
             address=self.where,
             status=self.status,
-            retry_at=self.retry_at if self.status == "backoff" else None,
+            retry_at=self.retry_at if self.status in ("backoff", "down") else None,
             in_flight=self.in_flight,
             idle_connections=len(self.idle),
             requests=self.requests,
@@ -265,7 +276,7 @@ class _Replica:
         try:
             conn = await self._checkout()
             try:
-                reply = await conn.request(request)
+                reply = await self._first_or_later(conn, request)
             except _ClosedBeforeReply:
                 if not conn.exchanges:
                     raise
@@ -273,7 +284,7 @@ class _Replica:
                 # idempotent (the whole board travels), so one fresh try is safe.
                 self._lost_connection = True
                 conn = await self._connect()
-                reply = await conn.request(request)
+                reply = await self._first_or_later(conn, request)
             succeeded = True
         except trio.Cancelled:
             self.timeouts += 1
@@ -293,6 +304,27 @@ class _Replica:
             self.errors += 1
             self.last_error = f"error reply: {reply.message}"
         await self._checkin(conn)
+        return reply
+
+    async def _first_or_later(
+        self, conn: Go19Connection, request: wire.Request
+    ) -> wire.MoveReply | wire.ErrorReply:
+        """``conn.request``; on a connection that never answered, its outcome decides
+        whether the replica works. A server that accepts and then hangs up (or sends
+        garbage) on every connection is as unusable as one that refuses them: that
+        failure counts like a failed connect, with the same backoff and the same
+        giving up. Timeouts do not count: a slow answer is the caller's to judge."""
+        fresh = not conn.exchanges
+        try:
+            reply = await conn.request(request)
+        except (ConnectionFailed, ProtocolViolation) as exc:
+            if fresh:
+                self._failed(exc, conn.round)
+            raise
+        if fresh and conn.round == self.round:
+            # Only an attempt made on the schedule ends a backoff: a connection opened
+            # before the last counted failure says nothing about the replica since.
+            self._answered()
         return reply
 
     async def _checkout(self) -> Go19Connection:
@@ -324,51 +356,101 @@ class _Replica:
         """
         endpoint = self.endpoint
         async with self._connect_lock:
-            if self.down:
-                raise _Unreachable(f"{self.where}: down ({self.last_error})")
-            if trio.current_time() < self.retry_at:
+            # A failure elsewhere (a new connection that broke) may move the backoff or
+            # take the replica down while this waits: look again after every wait.
+            while not self.down and trio.current_time() < self.retry_at:
                 self.status = "backoff"
                 if endpoint._ready_besides(self):
                     # Picked while it looked fine, but a concurrent attempt just failed:
                     # waiting here would spend the caller's deadline for nothing.
                     raise _Skipped(f"{self.where}: in backoff ({self.last_error})")
                 await trio.sleep_until(self.retry_at)
+            if self.down:
+                raise _Unreachable(f"{self.where}: down ({self.last_error})")
             self.status = "connecting"
             self.last_attempt = trio.current_time()
+            attempt_round = self.round
             if self._lost_connection or self.failures:
                 self.reconnects += 1
             try:
                 with _wire_errors(self.where), trio.fail_after(endpoint.connect_timeout):
                     conn = await Go19Connection.connect(*self.address, limits=endpoint.limits)
             except ConnectionFailed as exc:
-                self._connect_failed(exc)
+                self._failed(exc, attempt_round)
                 raise _Unreachable(str(exc)) from exc
-            if self.failures:
-                endpoint._event(f"{self.where}: reconnected after {self.failures} failed "
-                                f"attempt{'s' if self.failures > 1 else ''}")
-            self.failures = 0
             self._lost_connection = False
             self.status = "ok"
+            conn.round = attempt_round
             return conn
+
+    def _answered(self) -> None:
+        """A new connection answered: the replica works (again)."""
+        if self.failures:
+            self.endpoint._event(f"{self.where}: reconnected after {self.failures} failed "
+                                 f"attempt{'s' if self.failures > 1 else ''}")
+        self.failures = 0
+        self.retry_at = -math.inf
+        self.status = "ok"
 
     def _reason(self, exc: BaseException) -> str:
         return str(exc).removeprefix(f"{self.where}: ")
 
-    def _connect_failed(self, exc: ConnectionFailed) -> None:
+    def _failed(self, exc: PlayerError, attempt_round: int) -> None:
+        """Count a failed attempt made in ``attempt_round``, unless a failure was counted
+        since it started (attempts made together fail together: one step of backoff)."""
+        if self.down:
+            return
+        if attempt_round != self.round:
+            if trio.current_time() < self.retry_at:
+                self.status = "backoff"  # its connect had said "ok"; the round's failure holds
+            return
+        self.round += 1
         self.failures += 1
         self.last_error = self._reason(exc)
         endpoint = self.endpoint
         if self.failures >= endpoint.max_failures:
             self.status = "down"
+            self.retry_at = trio.current_time() + self._delay()
             endpoint._health_changed()
             endpoint._event(f"{self.where}: down after {self.failures} failed connects "
                             f"({self.last_error})")
+            endpoint._start_probe(self)
         else:
-            delay = min(endpoint.backoff_step * self.failures, endpoint.backoff_cap)
+            delay = self._delay()
             self.retry_at = trio.current_time() + delay
             self.status = "backoff"
             endpoint._event(f"{self.where}: connect failed ({self.last_error}); "
                             f"retry in {delay:g} s")
+
+    def _delay(self) -> float:
+        """The seed's schedule: 1.5 s after the first failure, 1.5 s more per failure, capped."""
+        return min(self.endpoint.backoff_step * self.failures, self.endpoint.backoff_cap)
+
+    async def probe(self) -> None:
+        """While down: a connect and a PING on the backoff schedule, until one answers.
+
+        The answering connection joins the idle pool, so the replica serves at once.
+        """
+        endpoint = self.endpoint
+        while self.down:
+            await trio.sleep_until(self.retry_at)
+            try:
+                with _wire_errors(self.where), trio.fail_after(endpoint.connect_timeout):
+                    conn = await Go19Connection.connect(*self.address, limits=endpoint.limits)
+                    await conn.ping()
+            except (ConnectionFailed, ProtocolViolation) as exc:
+                self.failures += 1
+                self.last_error = self._reason(exc)
+                self.retry_at = trio.current_time() + self._delay()
+                continue
+            probes = self.failures - endpoint.max_failures + 1
+            self.failures = 0
+            self.retry_at = -math.inf
+            self.status = "ok"
+            self.idle.append(conn)
+            endpoint._health_changed()
+            endpoint._event(f"{self.where}: back up, answered PING after {probes} "
+                            f"probe{'s' if probes > 1 else ''}; in use again")
 
     def reset(self) -> None:
         self.failures = 0
@@ -396,7 +478,6 @@ class Go19Endpoint:
         *,
         slots_per_replica: int = 1,
         connect_timeout: float = 5.0,
-        image_px: int = 512,
         allowed_sizes: Iterable[int] | None = None,
         limits: wire.Limits | None = None,
         max_failures: int = 6,
@@ -405,6 +486,7 @@ class Go19Endpoint:
         max_idle: float = 30.0,
         latency_samples: int = 256,
         on_event: Callable[[str], None] | None = None,
+        nursery: trio.Nursery | None = None,
     ) -> None:
         if not replicas:
             raise ValueError("a GO19 endpoint needs at least one replica")
@@ -412,7 +494,6 @@ class Go19Endpoint:
             raise ValueError(f"slots_per_replica must be >= 1, not {slots_per_replica}")
         self.slots_per_replica = slots_per_replica
         self.connect_timeout = connect_timeout
-        self.image_px = image_px
         self.limits = limits or wire.Limits()
         if allowed_sizes is not None:
             self.limits = replace(self.limits, allowed_sizes=frozenset(allowed_sizes))
@@ -423,6 +504,10 @@ class Go19Endpoint:
         self.latency_samples = latency_samples
         self.on_event = on_event
         self.closed = False
+        self._nursery = nursery
+        self._probes: set[trio.CancelScope] = set()  # aclose cancels them
+        self._up = trio.Event()  # set while some replica is not down
+        self._up.set()
         self._replicas = [_Replica(self, (host, int(port))) for host, port in replicas]
         self._limiter = trio.CapacityLimiter(slots_per_replica * len(self._replicas))
 
@@ -437,8 +522,16 @@ class Go19Endpoint:
         return [r.stats() for r in self._replicas]
 
     def is_down(self) -> bool:
-        """Every replica gave up; requests raise EndpointDown until :meth:`reset`."""
+        """Every replica gave up; requests raise EndpointDown until one is back."""
         return all(r.down for r in self._replicas)
+
+    async def wait_up(self) -> None:
+        """Return once some replica is not down: at once if one is usable now, else when
+        a background probe (or :meth:`reset`) brings one back. Without a ``nursery``
+        nothing probes, so only ``reset`` ends the wait; callers bound it with
+        ``trio.move_on_after``."""
+        while self.is_down():
+            await self._up.wait()
 
     async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
         """Send one request to the least-loaded healthy replica and return its reply.
@@ -493,6 +586,22 @@ class Go19Endpoint:
     def _health_changed(self) -> None:
         healthy = sum(not r.down for r in self._replicas)
         self._limiter.total_tokens = self.slots_per_replica * max(1, healthy)
+        if healthy:
+            self._up.set()
+        elif self._up.is_set():
+            self._up = trio.Event()
+
+    def _start_probe(self, replica: _Replica) -> None:
+        if self._nursery is not None and not self.closed:
+            self._nursery.start_soon(self._probe, replica)
+
+    async def _probe(self, replica: _Replica) -> None:
+        with trio.CancelScope() as scope:
+            self._probes.add(scope)
+            try:
+                await replica.probe()
+            finally:
+                self._probes.discard(scope)
 
     def reset(self) -> None:
         """Forget connect failures: down replicas get tried again on the next request."""
@@ -502,6 +611,8 @@ class Go19Endpoint:
 
     async def aclose(self) -> None:
         self.closed = True
+        for scope in self._probes:
+            scope.cancel()
         for replica in self._replicas:
             await replica.aclose()
 
@@ -521,10 +632,10 @@ def _last_stone(game: Game) -> int | None:
 class Go19Player:
     """A policy behind a GO19 endpoint; the endpoint belongs to whoever opened it."""
 
-    def __init__(self, endpoint: Go19Endpoint, name: str, image_px: int | None = None) -> None:
+    def __init__(self, endpoint: Go19Endpoint, name: str, image_px: int = 512) -> None:
         self.endpoint = endpoint
         self.name = name
-        self.image_px = endpoint.image_px if image_px is None else image_px
+        self.image_px = image_px
 
     async def genmove(self, game: Game) -> int:
         board = game.board.to_array()

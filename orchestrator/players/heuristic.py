@@ -179,7 +179,7 @@ def _escape_room(board: Board, group: Group, move: int, escape: int) -> int:
     return len(libs)
 
 
-class HeuristicAI:
+class HeuristicChooser:
     """Sync and pure: ``choose`` reads the board, never changes it, and does no I/O."""
 
     def __init__(self, seed: int | None = None, level: int = 2) -> None:
@@ -331,7 +331,7 @@ def _shape(board: Board, color: int, last_move: int | None, scores: list[float])
 
 
 class HeuristicPlayer(LocalPlayer):
-    """:class:`HeuristicAI` as a referee-facing player."""
+    """:class:`HeuristicChooser` as a referee-facing player."""
 
     def __init__(self, name: str, seed: int | None = None, level: int = 2) -> None:
-        super().__init__(name, HeuristicAI(seed, level))
+        super().__init__(name, HeuristicChooser(seed, level))

@@ -1,4 +1,4 @@
-"""A synchronous move chooser (heuristic AI, random mover) as a referee-facing player."""
+"""A synchronous move chooser (HeuristicChooser, RandomChooser) as a referee-facing player."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ class Chooser(Protocol):
 class LocalPlayer:
     def __init__(self, name: str, chooser: Chooser) -> None:
         self.name = name
-        self._ai = chooser
+        self._chooser = chooser
 
     async def genmove(self, game: Game) -> int:
         # Yield once so a game between built-in players never starves the others.
         await trio.lowlevel.checkpoint()
         last = game.moves[-1].point if game.moves else None
-        return self._ai.choose(game.board, game.to_play, last)
+        return self._chooser.choose(game.board, game.to_play, last)
 
     async def aclose(self) -> None:
         return None

@@ -20,7 +20,7 @@ def is_eye_like(board: Board, color: int, point: int) -> bool:
     return all(stones[q] == color for q in board.neighbours(point))
 
 
-class RandomPlayer:
+class RandomChooser:
     """Sync and pure: ``choose`` never touches I/O."""
 
     def __init__(self, seed: int | None = None) -> None:
@@ -38,8 +38,8 @@ class RandomPlayer:
         return PASS
 
 
-class RandomMover(LocalPlayer):
-    """:class:`RandomPlayer` as a referee-facing player."""
+class RandomPlayer(LocalPlayer):
+    """:class:`RandomChooser` as a referee-facing player."""
 
     def __init__(self, name: str, seed: int | None = None) -> None:
-        super().__init__(name, RandomPlayer(seed))
+        super().__init__(name, RandomChooser(seed))

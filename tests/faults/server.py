@@ -65,7 +65,7 @@ import numpy as np
 import trio
 
 from orchestrator.coords import PASS, to_go19
-from orchestrator.players.random_player import RandomPlayer
+from orchestrator.players.random_player import RandomChooser
 from orchestrator.protocol import go19 as wire
 from orchestrator.rules.board import (
     BLACK,
@@ -215,7 +215,7 @@ class FaultServer:
         self.size = size
         self.memory = memory if memory is not None else GameMemory()
         self._rng = random.Random(seed)
-        self._honest = RandomPlayer(seed)
+        self._honest = RandomChooser(seed)
         self._kinds = list(plan.weights)
         self._weights = [plan.weights[k] for k in self._kinds]
         self._limits = wire.Limits(allowed_sizes=frozenset({size}))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import trio
 
+from orchestrator.collect.referee import GameSpec, RefereeSettings, play_game
 from orchestrator.players.base import ConnectionFailed, ErrorReply, PlayerError
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.protocol import go19 as wire
@@ -86,7 +87,9 @@ async def test_close_before_reply_on_a_pooled_connection_is_retried_once(
     server = FaultServer("s", plan, seed=3)
     port = await nursery.start(server.serve)
     failures = 0
-    async with Go19Endpoint([(LOCALHOST, port)], allowed_sizes=(9,)) as endpoint:
+    # Never down: a run of fresh connections hung up on would count towards it.
+    async with Go19Endpoint([(LOCALHOST, port)], allowed_sizes=(9,),
+                            max_failures=1000) as endpoint:
         for _ in range(40):
             try:
                 await endpoint.request(nine())
@@ -214,3 +217,31 @@ async def test_a_replica_comes_back_on_its_own_schedule(nursery, fault_clock) ->
     assert all(gap >= 1.5 * (i + 1) for i, gap in enumerate(gaps))
     assert 10.0 <= events[-1][0] <= 10.0 + 1.5 * len(failed_at)
     assert flap_stats.status == "ok" and flapping.requests > 8
+
+
+async def test_late_replies_never_count_as_moves_under_load(nursery) -> None:
+    """The probe's scenario on the real clock: a server that answers half the requests
+    just after the deadline (timeout + 5 ms), many games at once. Whatever the machine's
+    load, no move slower than the timeout is the player's own, and every late answer is
+    a timeout fallback (a busy machine may add timeouts of its own, never remove one)."""
+    timeout = 0.2
+    server = FaultServer("s", Plan({"honest": 1.0, "late": 1.0}, late_s=timeout + 0.005),
+                         seed=5)
+    port = await nursery.start(server.serve)
+    settings = RefereeSettings(size=9, move_cap=8, move_timeout_s=timeout, void_after=99)
+    games = []
+    async with Go19Endpoint([(LOCALHOST, port)], slots_per_replica=32,
+                            allowed_sizes=(9,)) as endpoint:
+        players = {n: Go19Player(endpoint, n, image_px=64) for n in ("a", "b")}
+
+        async def one(number: int) -> None:
+            games.append(await play_game(GameSpec(number, "a", "b"), number, players, settings))
+
+        async with trio.open_nursery() as tables:
+            for number in range(32):
+                tables.start_soon(one, number)
+    own = [m.ms for g in games for m in g.moves if m.source is None]
+    timeouts = sum(m.source == "fallback:timeout" for g in games for m in g.moves)
+    assert len(games) == 32 and server.injected["timeout"] > 0
+    assert all(ms < timeout * 1000.0 for ms in own)
+    assert timeouts >= server.injected["timeout"]

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import pytest
 
 from orchestrator.coords import PASS
-from orchestrator.players.random_player import RandomPlayer
+from orchestrator.players.random_player import RandomChooser
 from orchestrator.protocol.go19 import (
     CLIENT,
     NEED_DATA,
@@ -86,7 +86,7 @@ def fuzz(seeds: list[bytes], cases: int, seed: int, check: Callable[[bytes, rand
 
 def random_position(rng: random.Random, size: int, moves: int) -> Board:
     board = Board(size)
-    player = RandomPlayer(rng.randrange(1 << 30))
+    player = RandomChooser(rng.randrange(1 << 30))
     color = BLACK
     for _ in range(moves):
         point = player.choose(board, color)
@@ -194,7 +194,7 @@ def written_seeds() -> list[bytes]:
     out = []
     for size in (9, 13, 19):
         board, color, moves = Board(size), BLACK, []
-        player = RandomPlayer(size)
+        player = RandomChooser(size)
         for i in range(60):
             point = player.choose(board, color)
             if point != PASS:

@@ -13,7 +13,7 @@ import trio
 from orchestrator.coords import PASS, from_gtp
 from orchestrator.players.base import RESIGN, EngineDied, ErrorReply, ProtocolViolation
 from orchestrator.players.gtp import GtpPlayer
-from orchestrator.players.heuristic import HeuristicAI
+from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.rules import BLACK, WHITE, Game
 from tests.conftest import GNUGO, requires_gnugo
 
@@ -61,7 +61,7 @@ def commands_in(log: Path) -> list[str]:
     return [line for line in log.read_text().splitlines() if not line.startswith("pid ")]
 
 
-def play_heuristic(game: Game, ai: HeuristicAI, plies: int) -> None:
+def play_heuristic(game: Game, ai: HeuristicChooser, plies: int) -> None:
     for _ in range(plies):
         game.play(ai.choose(game.board, game.to_play))
 
@@ -193,7 +193,7 @@ async def test_a_reply_that_is_not_gtp_is_a_protocol_violation() -> None:
 @pytest.mark.parametrize("engine_colour", [BLACK, WHITE])
 async def test_a_game_against_gnugo_runs_to_the_end(engine_colour: int) -> None:
     engine = gnugo()
-    ai = HeuristicAI(seed=engine_colour)
+    ai = HeuristicChooser(seed=engine_colour)
     game = Game(9)
     resigned = False
     try:
@@ -216,7 +216,7 @@ async def test_a_game_against_gnugo_runs_to_the_end(engine_colour: int) -> None:
 @requires_gnugo
 async def test_incremental_updates_match_a_fresh_engine_given_the_whole_game() -> None:
     engine = gnugo()
-    ai = HeuristicAI(seed=5)
+    ai = HeuristicChooser(seed=5)
     game = Game(9)
     game.place_handicap([from_gtp("C3", 9), from_gtp("G7", 9)])
     checked = 0
@@ -258,7 +258,7 @@ async def test_after_a_cancelled_genmove_the_next_answer_is_for_the_new_position
     """The reply to the cancelled request is still coming; it must not be taken
     as the answer to the next one."""
     game = Game(19)
-    ai = HeuristicAI(seed=11)
+    ai = HeuristicChooser(seed=11)
     engine = gnugo(level=1)
     try:
         game.play(await engine.genmove(game))  # the engine is up and in step

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.coords import PASS
-from orchestrator.players.heuristic import HeuristicAI, HeuristicPlayer
-from orchestrator.players.random_player import RandomMover, RandomPlayer
+from orchestrator.players.heuristic import HeuristicChooser, HeuristicPlayer
+from orchestrator.players.random_player import RandomChooser, RandomPlayer
 from orchestrator.rules import BLACK, WHITE, Board, Game, Move, tromp_taylor
 from tests.players.boards import DAME, TWO_EYES_AND_A_DAME, board_from, point
 
@@ -58,7 +58,7 @@ def test_captures_the_bigger_group(level: int, seed: int) -> None:
         ". X O O O . . . .",
     )
     assert board.liberties_at(point(2, 2)) == 1 and board.liberties_at(point(8, 2)) == 1
-    assert HeuristicAI(seed, level).choose(board, BLACK) == point(8, 5)
+    assert HeuristicChooser(seed, level).choose(board, BLACK) == point(8, 5)
 
 
 # Black C5 is in atari; C4 would give it three liberties.
@@ -79,12 +79,13 @@ ATARI_WITH_ROOM = (
 def test_escapes_atari_when_extending_gains_liberties(seed: int) -> None:
     board = board_from(*ATARI_WITH_ROOM)
     assert board.liberties_at(point(4, 4)) == 1
-    assert HeuristicAI(seed).choose(board, BLACK, last_move=point(4, 5)) == point(5, 4)
+    assert HeuristicChooser(seed).choose(board, BLACK, last_move=point(4, 5)) == point(5, 4)
 
 
 def test_level_one_plays_like_level_two_except_for_occasional_lapses() -> None:
     board = board_from(*ATARI_WITH_ROOM)
-    escapes = sum(HeuristicAI(seed, 1).choose(board, BLACK) == point(5, 4) for seed in range(200))
+    escapes = sum(HeuristicChooser(seed, 1).choose(board, BLACK) == point(5, 4)
+                  for seed in range(200))
     # Level 0 finds the escape only by chance (1 empty point in 76); level 2 always does.
     assert 140 <= escapes <= 195
 
@@ -104,7 +105,7 @@ def test_does_not_extend_into_self_atari(level: int, seed: int) -> None:
         ". . . . . . . . .",
     )
     assert board.check(BLACK, point(5, 4)).liberties == 1
-    assert HeuristicAI(seed, level).choose(board, BLACK) != point(5, 4)
+    assert HeuristicChooser(seed, level).choose(board, BLACK) != point(5, 4)
 
 
 @pytest.mark.parametrize("level", [0, 1, 2])
@@ -112,7 +113,7 @@ def test_does_not_extend_into_self_atari(level: int, seed: int) -> None:
 def test_fills_the_dame_then_passes_without_filling_eyes(level: int, colour: int) -> None:
     for seed in SEEDS:
         board = board_from(*TWO_EYES_AND_A_DAME)
-        ai = HeuristicAI(seed, level)
+        ai = HeuristicChooser(seed, level)
         assert ai.choose(board, colour) == DAME
         board.play(colour, DAME)
         assert ai.choose(board, BLACK) == PASS
@@ -126,7 +127,7 @@ def test_removes_a_dead_stone_from_its_area_before_passing(level: int) -> None:
     rows[8] = "X X X X X O O O O"
     for seed in SEEDS:
         board = board_from(*rows)
-        ai = HeuristicAI(seed, level)
+        ai = HeuristicChooser(seed, level)
         for _ in range(10):
             move = ai.choose(board, BLACK)
             if move == PASS:
@@ -141,7 +142,7 @@ def test_removes_a_dead_stone_from_its_area_before_passing(level: int) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_opens_on_the_four_corners(seed: int) -> None:
     board = Board(19)
-    ai = HeuristicAI(seed)
+    ai = HeuristicChooser(seed)
     corners = set()
     for colour in (BLACK, WHITE, BLACK, WHITE):
         move = ai.choose(board, colour)
@@ -155,7 +156,7 @@ def test_opens_on_the_four_corners(seed: int) -> None:
 
 def test_level_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match="level 3"):
-        HeuristicAI(level=3)
+        HeuristicChooser(level=3)
 
 
 @settings(max_examples=40, deadline=None)
@@ -170,7 +171,7 @@ def test_always_answers_legal_and_never_fills_a_true_eye(
 ) -> None:
     """Positions from random play, which leaves every kind of mess on the board."""
     game = Game(size)
-    mover = RandomPlayer(seed)
+    mover = RandomChooser(seed)
     for _ in range(plies):
         if game.over_by_passes:
             break
@@ -179,7 +180,7 @@ def test_always_answers_legal_and_never_fills_a_true_eye(
     colour = game.to_play
     last = game.moves[-1].point if game.moves else None
     before = list(board.stones)
-    move = HeuristicAI(seed, level).choose(board, colour, last)
+    move = HeuristicChooser(seed, level).choose(board, colour, last)
     assert board.stones == before
     if move == PASS:
         return
@@ -192,7 +193,7 @@ def test_always_answers_legal_and_never_fills_a_true_eye(
 def test_wins_against_the_random_mover() -> None:
     wins = 0
     for i in range(10):
-        ai, rnd = HeuristicAI(i), RandomPlayer(100 + i)
+        ai, rnd = HeuristicChooser(i), RandomChooser(100 + i)
         if i % 2 == 0:
             wins += play_out(ai, rnd, 9).score().winner == BLACK
         else:
@@ -203,7 +204,7 @@ def test_wins_against_the_random_mover() -> None:
 def test_level_two_beats_level_zero() -> None:
     wins = 0
     for i in range(6):
-        strong, weak = HeuristicAI(i, 2), HeuristicAI(50 + i, 0)
+        strong, weak = HeuristicChooser(i, 2), HeuristicChooser(50 + i, 0)
         if i % 2 == 0:
             wins += play_out(strong, weak, 9).score().winner == BLACK
         else:
@@ -213,15 +214,15 @@ def test_level_two_beats_level_zero() -> None:
 
 @pytest.mark.parametrize("level", [0, 1, 2])
 def test_games_against_itself_end_by_two_passes_on_19x19(level: int) -> None:
-    game = play_out(HeuristicAI(1, level), HeuristicAI(2, level), 19)
+    game = play_out(HeuristicChooser(1, level), HeuristicChooser(2, level), 19)
     assert game.over_by_passes
     assert game.move_number < 722 * 2 // 3
 
 
 def test_a_seed_fixes_the_game_and_seeds_vary_it() -> None:
-    first = play_out(HeuristicAI(7), HeuristicAI(8), 9).moves
-    again = play_out(HeuristicAI(7), HeuristicAI(8), 9).moves
-    other = play_out(HeuristicAI(9), HeuristicAI(10), 9).moves
+    first = play_out(HeuristicChooser(7), HeuristicChooser(8), 9).moves
+    again = play_out(HeuristicChooser(7), HeuristicChooser(8), 9).moves
+    other = play_out(HeuristicChooser(9), HeuristicChooser(10), 9).moves
     assert first == again
     assert first != other
 
@@ -229,7 +230,7 @@ def test_a_seed_fixes_the_game_and_seeds_vary_it() -> None:
 async def test_players_answer_what_the_ai_would_for_the_side_to_move() -> None:
     """The async adapters pass board, colour and last move through unchanged:
     replaying the game with fresh AIs of the same seeds picks the same moves."""
-    black, white = HeuristicPlayer("h", seed=3, level=1), RandomMover("r", seed=4)
+    black, white = HeuristicPlayer("h", seed=3, level=1), RandomPlayer("r", seed=4)
     game = Game(9)
     players = {BLACK: black, WHITE: white}
     while not game.over_by_passes:
@@ -238,7 +239,7 @@ async def test_players_answer_what_the_ai_would_for_the_side_to_move() -> None:
     await white.aclose()
 
     replay = Game(9)
-    ais = {BLACK: HeuristicAI(3, 1), WHITE: RandomPlayer(4)}
+    ais = {BLACK: HeuristicChooser(3, 1), WHITE: RandomChooser(4)}
     last = None
     for move in game.moves:
         last = ais[move.color].choose(replay.board, replay.to_play, last)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from orchestrator.coords import PASS
-from orchestrator.players.random_player import RandomPlayer
+from orchestrator.players.random_player import RandomChooser
 from orchestrator.rules import BLACK, WHITE, Game
 from tests.players.boards import DAME, TWO_EYES_AND_A_DAME, board_from, point
 
@@ -13,7 +13,7 @@ from tests.players.boards import DAME, TWO_EYES_AND_A_DAME, board_from, point
 def test_never_fills_its_eyes_and_passes_when_only_eyes_are_left() -> None:
     for seed in range(20):
         board = board_from(*TWO_EYES_AND_A_DAME)
-        mover = RandomPlayer(seed)
+        mover = RandomChooser(seed)
         assert mover.choose(board, BLACK) == DAME
         board.play(BLACK, DAME)
         assert mover.choose(board, BLACK) == PASS
@@ -29,7 +29,7 @@ def test_picks_uniformly_among_acceptable_moves() -> None:
     # Black may play D2 or E2 (White's eyes are suicide, its own eyes are excluded);
     # the eye-like points are A9 and C9.
     acceptable = {point(7, 3), point(7, 4)}
-    mover = RandomPlayer(1)
+    mover = RandomChooser(1)
     counts = Counter(mover.choose(board, BLACK) for _ in range(1000))
     assert set(counts) == acceptable
     assert all(400 <= n <= 600 for n in counts.values()), counts
@@ -38,7 +38,7 @@ def test_picks_uniformly_among_acceptable_moves() -> None:
 def test_random_games_are_legal_and_end_by_two_passes() -> None:
     for seed in range(5):
         game = Game(9)
-        movers = {BLACK: RandomPlayer(seed), WHITE: RandomPlayer(seed + 100)}
+        movers = {BLACK: RandomChooser(seed), WHITE: RandomChooser(seed + 100)}
         while not game.over_by_passes and game.move_number < 722:
             game.play(movers[game.to_play].choose(game.board, game.to_play))
         assert game.over_by_passes

@@ -168,3 +168,126 @@ async def test_pooled_connection_dropped_by_the_server_is_replaced(nursery, loop
         await trio.sleep(11)  # older than max_idle: not reused
         assert await endpoint.request(request()) == wire.MoveReply(1, 0)
     assert server.connections == 2
+
+
+async def hang_up(conn: int, n: int, request: wire.Request) -> None:
+    return None  # accept, read the request, close without a word
+
+
+async def test_a_server_that_accepts_and_hangs_up_goes_down_like_a_refusing_one(
+    nursery, loopback_clock
+) -> None:
+    server = ScriptedServer(hang_up)
+    port = await server.start(nursery)
+    events: list[tuple[float, str]] = []
+    async with Go19Endpoint([(LOCALHOST, port)],
+                            on_event=lambda e: events.append((trio.current_time(), e))) as endpoint:
+        failed_at = []
+        for _ in range(5):
+            with pytest.raises(ConnectionFailed, match="closed the connection") as caught:
+                await endpoint.request(request())
+            assert not isinstance(caught.value, EndpointDown)
+            failed_at.append(trio.current_time())
+            (stats,) = endpoint.replica_stats()
+            assert stats.status == "backoff"
+            assert stats.retry_at == failed_at[-1] + 1.5 * len(failed_at)
+        with pytest.raises(ConnectionFailed):
+            await endpoint.request(request())
+        failed_at.append(trio.current_time())
+        assert endpoint.is_down()
+        with pytest.raises(EndpointDown, match="all replicas down"):
+            await endpoint.request(request())
+    assert failed_at == ATTEMPTS  # the refused connection's schedule, to the tick
+    assert server.connections == 6
+    reason = "server closed the connection before replying"
+    assert [e for _, e in events] == [
+        *(f"{LOCALHOST}:{port}: connect failed ({reason}); retry in {1.5 * n:g} s"
+          for n in range(1, 6)),
+        f"{LOCALHOST}:{port}: down after 6 failed connects ({reason})",
+    ]
+
+
+async def test_hang_ups_together_do_not_speed_up_the_schedule(nursery, loopback_clock) -> None:
+    port = await ScriptedServer(hang_up).start(nursery)
+    events: list[tuple[float, str]] = []
+    async with Go19Endpoint([(LOCALHOST, port)], slots_per_replica=8,
+                            on_event=lambda e: events.append((trio.current_time(), e))) as endpoint:
+        async with trio.open_nursery() as clients:
+            for _ in range(8):
+                clients.start_soon(_expect_failure, endpoint)
+        (stats,) = endpoint.replica_stats()
+    # Connections opened before a failure was counted fail in the same round: each round
+    # is one step of the schedule, whatever the number of requests that broke in it.
+    failures = [(t, e.split("retry in ")[1]) for t, e in events if "connect failed" in e]
+    assert failures == [(0.0, "1.5 s"), (1.5, "3 s"), (4.5, "4.5 s"), (9.0, "6 s")][
+        :len(failures)]
+    assert stats.consecutive_failures == len(failures) and stats.status == "backoff"
+
+
+async def _expect_failure(endpoint: Go19Endpoint) -> None:
+    with pytest.raises(ConnectionFailed):
+        await endpoint.request(request())
+
+
+async def test_a_server_that_answers_once_per_connection_is_not_down(
+    nursery, loopback_clock
+) -> None:
+    async def first_only(conn: int, n: int, request: wire.Request) -> bytes | None:
+        return move_bytes(0, 0) if n == 0 else None
+
+    port = await ScriptedServer(first_only).start(nursery)
+    async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
+        for _ in range(20):  # each second request is retried on a fresh connection
+            assert await endpoint.request(request()) == wire.MoveReply(0, 0)
+        (stats,) = endpoint.replica_stats()
+    assert (stats.status, stats.consecutive_failures) == ("ok", 0)
+
+
+async def test_down_replica_is_probed_and_used_again(nursery, loopback_clock) -> None:
+    port = closed_port()
+    events: list[tuple[float, str]] = []
+    async with trio.open_nursery() as probes:
+        endpoint = Go19Endpoint([(LOCALHOST, port)], nursery=probes,
+                                on_event=lambda e: events.append((trio.current_time(), e)))
+        async with endpoint:
+            await endpoint.wait_up()  # usable: returns at once
+            assert trio.current_time() == 0.0
+            for _ in range(6):
+                with pytest.raises(ConnectionFailed):
+                    await endpoint.request(request())
+            assert endpoint.is_down() and trio.current_time() == 22.5
+            (stats,) = endpoint.replica_stats()
+            assert stats.retry_at == 22.5 + 9.0  # the first probe, on the schedule
+            # Probes at 31.5, 42, 54, 67.5 and 82.5 fail (backoff 9, 10.5, 12, 13.5, 15 s);
+            # the server is back at 70, the probe at 82.5 finds it.
+            await trio.sleep(70 - 22.5)
+            assert endpoint.is_down()
+            stats = ServerStats()
+            await start_server(nursery, RecordingEngine(answer="C3"), port=port, stats=stats)
+            await endpoint.wait_up()
+            assert trio.current_time() == 82.5
+            assert not endpoint.is_down()
+            assert stats.pings == 1
+            assert await endpoint.request(request()) == wire.MoveReply(16, 2)
+            assert stats.connections == 1  # the probe's connection serves the request
+            (replica,) = endpoint.replica_stats()
+            assert (replica.status, replica.consecutive_failures) == ("ok", 0)
+        # Closing the endpoint ends its probes: this nursery can exit.
+    where = f"{LOCALHOST}:{port}"
+    assert events[-2:] == [
+        (22.5, f"{where}: down after 6 failed connects (connection refused)"),
+        (82.5, f"{where}: back up, answered PING after 5 probes; in use again"),
+    ]
+
+
+async def test_closing_the_endpoint_stops_probing(nursery, loopback_clock) -> None:
+    async with trio.open_nursery() as probes:
+        async with Go19Endpoint([(LOCALHOST, closed_port())], nursery=probes,
+                                max_failures=1) as endpoint:
+            with pytest.raises(ConnectionFailed):
+                await endpoint.request(request())
+            assert endpoint.is_down()
+            with trio.move_on_after(1000):
+                await endpoint.wait_up()
+            assert endpoint.is_down()
+    assert trio.current_time() == 1000.0  # the probe nursery exited once the endpoint closed
