@@ -196,6 +196,7 @@ class Collector:
     def _stop(self, kind: str, reason: str) -> None:
         self.stop_kind = kind
         self.state.stop_reason = reason
+        self.state.event(f"stopping: {reason}")
         self._changed.set()
 
     def drain(self) -> None:

@@ -43,6 +43,7 @@ komi = 7.5
 move_cap = {move_cap}
 move_timeout_s = {move_timeout}
 concurrency = {concurrency}
+down_pause_s = {down_pause}
 [fallback]
 void_after = {void_after}
 """
@@ -51,7 +52,7 @@ void_after = {void_after}
 def write_matchup(
     folder: Path, farm: Farm, *, name: str = "faults", seed: int = 7, concurrency: int = 8,
     move_timeout: float = 5.0, move_cap: int = 60, void_after: int = 15,
-    black: str | None = None, white: str | None = None,
+    black: str | None = None, white: str | None = None, down_pause: float = 300.0,
 ) -> Path:
     names = sorted(farm.servers)
     players = "".join(
@@ -68,7 +69,7 @@ def write_matchup(
     path.write_text(MATCHUP.format(
         name=name, seed=seed, players=players, black=black or names[0],
         white=white or names[-1], move_cap=move_cap, move_timeout=move_timeout,
-        concurrency=concurrency, void_after=void_after,
+        concurrency=concurrency, void_after=void_after, down_pause=down_pause,
     ))
     return path
 

@@ -10,12 +10,15 @@ which is what makes the counts exact.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pytest
 import trio
 import trio.testing
 
-from .harness import check_recordings, recorded, run_collect, write_matchup
+from orchestrator.serve import RandomEngine, serve_go19
+
+from .harness import PLAYER, check_recordings, journal, recorded, run_collect, write_matchup
 from .server import ILLEGAL, REASON, REQUEST_FAULTS, Burst, Farm, Plan, Window
 
 MOVE_TIMEOUT = 5.0
@@ -200,3 +203,97 @@ async def test_a_void_streak_of_timeouts_exits_4(tmp_path, fault_clock) -> None:
     assert (summary.state.done, summary.exit_code, summary.stop_kind) == (0, 4, "void")
     assert summary.state.stop_reason.startswith("10 void games in a row (fallbacks alpha: "
                                                 "timeout ")
+
+
+def down_events(run) -> tuple[float, float | None]:
+    """When the run saw alpha go down, and when it saw it back (None: never)."""
+    down = next(t for t, line in run.log if line.startswith("player alpha is down ("))
+    back = next((t for t, line in run.log if line == "player alpha is back: its games go on"),
+                None)
+    return down, back
+
+
+class CountingEngine(RandomEngine):
+    """Random moves; ``tired`` is set once it has answered ``answers`` requests."""
+
+    def __init__(self, answers: int) -> None:
+        super().__init__(seed=1)
+        self.left = answers
+        self.tired = trio.Event()
+
+    async def genmove(self, board, color: int) -> int:
+        self.left -= 1
+        if self.left <= 0:
+            self.tired.set()
+        return await super().genmove(board, color)
+
+
+async def outage_server(
+    answers: int, down_for: float | None, *, task_status: trio.TaskStatus[int]
+) -> None:
+    """A GO19 server answering in 0.5 s that stops listening (connects refused) once it
+    has answered ``answers`` requests, and listens again on the same port ``down_for``
+    seconds later. The outage starts at a state of the run, not at a time: the recorder's
+    thread makes virtual time jump."""
+    engine = CountingEngine(answers)
+
+    def serve(port: int):
+        return partial(serve_go19, engine, "127.0.0.1", port, slots=8, delay_ms=500,
+                       allowed_sizes=(9,))
+
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve(0))
+        task_status.started(port)
+        await engine.tired.wait()
+        nursery.cancel_scope.cancel()
+    if down_for is None:
+        await trio.sleep_forever()
+    await trio.sleep(down_for)
+    await serve(port)()
+
+
+async def outage_run(tmp_path, up_after: float | None, down_pause: float, games: int):
+    farm = Farm()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(outage_server, 100, up_after)
+        await farm.start(nursery, "beta", Plan(), seed=2)
+        matchup = write_matchup(tmp_path, farm, concurrency=4, move_timeout=MOVE_TIMEOUT,
+                                move_cap=60, void_after=40, down_pause=down_pause,
+                                black="alpha", white="beta")
+        text = matchup.read_text()
+        matchup.write_text(text + PLAYER.format(name="alpha", replicas=f'"127.0.0.1:{port}"',
+                                                slots=4))
+        run = await run_collect(matchup, tmp_path / "rec", games=games)
+        nursery.cancel_scope.cancel()
+    return run, f"127.0.0.1:{port}"
+
+
+async def test_games_pause_while_a_player_is_down_and_go_on_when_it_is_back(
+    tmp_path, fault_clock
+) -> None:
+    """alpha's only replica refuses connects for 200 s: it is marked down, its games wait
+    (they used to be voided one after another, then the run stopped with exit 3), and
+    when a background probe finds it back, they go on to the end."""
+    run, _ = await outage_run(tmp_path, up_after=200, down_pause=600, games=24)
+    summary = run.summary
+    assert (summary.exit_code, summary.state.done, summary.dropped_in_flight) == (0, 24, 0)
+    down, back = down_events(run)
+    assert back is not None and back - down > 150  # it waited out the outage
+    records = check_recordings(run.run_dir, 24)
+    assert not any(r["void"] for r in records)
+
+
+async def test_a_player_down_longer_than_down_pause_stops_the_run_with_exit_3(
+    tmp_path, fault_clock
+) -> None:
+    run, where = await outage_run(tmp_path, up_after=None, down_pause=90, games=200)
+    summary = run.summary
+    assert summary.exit_code == 3
+    assert summary.state.stop_reason == (
+        f"player alpha is down ({where}) for 90 s; resume with --resume once it is back"
+    )
+    down, back = down_events(run)
+    stopped = next(t for t, line in run.log if line.startswith("stopping: "))
+    assert back is None and 90 <= stopped - down < 91
+    assert 0 < summary.dropped_in_flight <= 4  # the paused games, replayed on --resume
+    assert not any(r["void"] for r in journal(run.run_dir))
