@@ -238,8 +238,11 @@ class Collector:
                 self.log(f"game {number} started: {spec.black} (B) vs {spec.white} (W), "
                          f"slot {spec.slot}")
                 nursery.start_soon(self._one_game, spec, number)
-            if not self.draining or self.fatal is not None:
-                nursery.cancel_scope.cancel()
+            if self.draining and self.fatal is None:
+                while self.in_flight:  # finished (or dropped by a second Ctrl-C)
+                    await self._wait_change()
+            # Whatever is left (an outage watcher, games when the run stops) ends here.
+            nursery.cancel_scope.cancel()
 
     async def _wait_change(self) -> None:
         await self._changed.wait()

@@ -10,6 +10,7 @@ which is what makes the counts exact.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import partial
 
 import pytest
@@ -62,6 +63,19 @@ def check_backoff(log: list[tuple[float, str]], replica: str) -> int:
     return ended
 
 
+def check_counts(got: Counter, injected: Counter, log: list[tuple[float, str]]) -> None:
+    """Every injected fault is recorded with its reason. Timeouts may be more: a replica
+    whose new connections fail is in backoff (the same schedule as refused connects), and
+    a request that waits it out can run out of time; that happens only after a failure
+    the log shows. Never fewer: a late reply is never the player's own move."""
+    assert +Counter({k: n for k, n in got.items() if k != "timeout"}) == \
+        +Counter({k: n for k, n in injected.items() if k != "timeout"})
+    extra = got["timeout"] - injected["timeout"]
+    assert extra >= 0
+    if extra:
+        assert any("connect failed" in line for _, line in log)
+
+
 def alone(kind: str) -> dict:
     """The farm for one fault: alpha misbehaves, beta is honest."""
     honest = Plan()
@@ -97,7 +111,7 @@ async def test_each_fault_alone_is_recorded_as_injected(tmp_path, fault_clock, k
     records = check_recordings(run.run_dir, games)
     got = recorded(records)
     for player in farm.servers:
-        assert got.get(player, {}) == +farm.injected(player), player
+        check_counts(Counter(got.get(player, {})), farm.injected(player), run.log)
     done = farm.faults()
     if kind == "flap":
         assert done == {"honest": done["honest"], "hang": done["hang"]}
@@ -145,7 +159,7 @@ async def mixed_run(tmp_path, games: int, concurrency: int, void_after: int = 15
     records = check_recordings(run.run_dir, games)
     got = recorded(records)
     for player in ("alpha", "beta"):
-        assert got[player] == +farm.injected(player), player
+        check_counts(got[player], farm.injected(player), run.log)
     assert check_backoff(run.log, farm.replicas("alpha")[1]) >= 1
     return farm, records, run
 

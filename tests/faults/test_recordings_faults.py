@@ -265,7 +265,10 @@ def test_read_only_disk_mid_run_stops_cleanly_and_resume_finishes(tmp_path: Path
             if runs and (runs[0] / "games.jsonl").exists() and len(journal(runs[0])) >= 3:
                 break
             time.sleep(0.02)
+        # Held still while the disk turns read-only, so the run cannot end first.
+        os.kill(proc.pid, signal.SIGSTOP)
         remount(disk, "ro")
+        os.kill(proc.pid, signal.SIGCONT)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 2, out + err
         run_dir = run_dir_of(rec)
@@ -282,6 +285,11 @@ def test_read_only_disk_mid_run_stops_cleanly_and_resume_finishes(tmp_path: Path
 
 
 # -- SIGKILL at random moments ---------------------------------------------------------
+
+
+def journal_lines(run_dir: Path) -> int:
+    path = run_dir / "games.jsonl"
+    return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
 def kill_mid_write(proc: subprocess.Popen, run_dir: Path, limit: float) -> str | None:
@@ -334,7 +342,11 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) 
             if hit:
                 mid_write.append(hit)
         else:
-            time.sleep(rng.uniform(0.1, 1.5))
+            # A random moment, counted in games recorded rather than in seconds: a run
+            # with few games left could otherwise end before a timed kill.
+            wanted = journal_lines(run_dir) + rng.randint(0, 5)
+            while journal_lines(run_dir) < wanted and proc.poll() is None:
+                time.sleep(0.005)
             proc.kill()
         proc.wait()
         output = out_path.read_text()
