@@ -361,8 +361,9 @@ class Collector:
                 self._stop("sprt", f"SPRT accepted {verdict.decision}: {verdict.line}")
 
     def _void_streak_stop(self) -> None:
-        """Name the players and the fallback reasons that voided the streak; when most of
-        a player's fallbacks were failed connections, that player is unreachable."""
+        """Name the players and the fallback reasons that voided the streak. A player
+        whose fallbacks were mostly failed connections is unreachable; timeouts are left
+        out of that count, since waiting out a reconnect backoff ends in them."""
         parts = []
         unreachable = []
         for name, counts in sorted(self._streak_fallbacks.items()):
@@ -370,7 +371,9 @@ class Collector:
                 continue
             parts.append(f"{name}: " + ", ".join(
                 f"{reason} {n}" for reason, n in counts.most_common()))
-            if counts["connection"] * 2 > sum(counts.values()):
+            others = [n for reason, n in counts.items() if reason not in ("connection",
+                                                                         "timeout")]
+            if counts["connection"] > max(others, default=0):
                 unreachable.append(name)
         reason = f"{self.void_streak} void games in a row (fallbacks {'; '.join(parts)})"
         if unreachable:
