@@ -129,6 +129,8 @@ async def start_gtp(player: str, command: str, timeout: float) -> Probe:
             detail += f"; its stderr ends: {tail[-1]}"
         return Probe(player, command, False, detail, (trio.current_time() - start) * 1000, tail)
 
+    if not argv:
+        return failed("empty command")
     try:
         process = await trio.lowlevel.open_process(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE

@@ -12,6 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+import trio
+import trio.testing
 from sgfmill import sgf
 
 from orchestrator.collect.run import CollectOptions, collect
@@ -143,7 +146,17 @@ async def test_paired_openings_swap_colours_and_are_marked(tmp_path: Path) -> No
     assert records[0]["opening"]["id"] != records[2]["opening"]["id"]
 
 
-async def test_timeouts_become_marked_fallbacks(tmp_path: Path) -> None:
+@pytest.fixture
+def virtual_clock() -> trio.testing.MockClock:
+    """Virtual time for runs whose servers are embedded (their delays are trio sleeps): a
+    strong answer takes no time at all however loaded the machine is, so a 100 ms deadline
+    is met by it and missed by a 400 ms delay every time."""
+    return trio.testing.MockClock(autojump_threshold=0.002)
+
+
+async def test_timeouts_become_marked_fallbacks(
+    tmp_path: Path, virtual_clock: trio.testing.MockClock
+) -> None:
     """The weak server answers after 400 ms, the deadline is 100 ms: every weak move is a
     fallback:timeout, marked in the SGF and counted in the journal."""
     path = matchup(tmp_path, weak_extra=", delay_ms = 400", timeout=0.1, concurrency=2)
@@ -159,7 +172,9 @@ async def test_timeouts_become_marked_fallbacks(tmp_path: Path) -> None:
         assert set(record["fallbacks"]["strong"]) <= {"illegal:superko"}
 
 
-async def test_too_many_fallbacks_void_the_game_and_replay_it(tmp_path: Path) -> None:
+async def test_too_many_fallbacks_void_the_game_and_replay_it(
+    tmp_path: Path, virtual_clock: trio.testing.MockClock
+) -> None:
     path = matchup(tmp_path, weak_extra=", delay_ms = 400", timeout=0.05, void_after=3,
                    concurrency=1)
     # Every game with weak is void, so the run stops itself after a streak of them.
