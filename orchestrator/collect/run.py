@@ -32,7 +32,7 @@ from orchestrator.collect.players import PlayerHandle, open_players
 from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
 from orchestrator.collect.recorder import JOURNAL, RUN_FILE, Recorder, RecordingError, utc_stamp
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
-from orchestrator.collect.schedule import Schedule
+from orchestrator.collect.schedule import OpeningError, Schedule
 from orchestrator.collect.state import RunState
 from orchestrator.collect.stopping import sprt_check
 from orchestrator.rules.game import Game
@@ -408,7 +408,10 @@ async def collect(
     except EndpointsUnreachable as exc:
         raise PlayersUnreachable(str(exc)) from None
 
-    collector = Collector(matchup, run_dir, target, log)
+    try:
+        collector = Collector(matchup, run_dir, target, log)
+    except OpeningError as exc:
+        raise CollectError(str(exc)) from None
     recorder = Recorder(run_dir, run_dir.name, {})
     collector.recorder = recorder
     try:
