@@ -122,9 +122,10 @@ def in_flight(output: Output) -> list[int]:
     return [n for n in started(output) if n not in done]
 
 
-async def interrupted_run(tmp_path: Path, engine: GatedEngine, games: int, signals: int):
+async def interrupted_run(tmp_path: Path, engine: GatedEngine, games: int, signals: int,
+                          first: signal.Signals = signal.SIGINT):
     """Start collect, wait until every game in flight is held at the gate, send
-    ``signals`` SIGINTs (the second once the first was heard), then open the gate and
+    ``signals`` signals (``first``, then SIGINT once the first was heard), then open the gate and
     let collect end; then --resume to the end. Returns the first run's exit status, its
 output, the games in flight at the signal, and its journal."""
     output = Output()
@@ -141,7 +142,7 @@ output, the games in flight at the signal, and its journal."""
         # Everything is held now, so collect has nothing more to say until the signal.
         await until(lambda: len(in_flight(output)) == GATED_CONCURRENCY)
         held = in_flight(output)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(first)
         finishing = f"interrupted: finishing {GATED_CONCURRENCY} games — Ctrl-C again to drop them"
         await until(lambda: any(line.endswith(finishing) for line in output.lines))
         if signals == 2:
@@ -165,9 +166,13 @@ output, the games in flight at the signal, and its journal."""
     return proc.returncode, output, held, first_run
 
 
-async def test_first_ctrl_c_finishes_the_games_in_flight(tmp_path: Path) -> None:
+@pytest.mark.parametrize("first", [signal.SIGINT, signal.SIGTERM])
+async def test_first_ctrl_c_finishes_the_games_in_flight(
+    tmp_path: Path, first: signal.Signals
+) -> None:
     engine = GatedEngine(free=0)  # every game is held on its first move
-    status, output, held, records = await interrupted_run(tmp_path, engine, 5, signals=1)
+    status, output, held, records = await interrupted_run(tmp_path, engine, 5, signals=1,
+                                                          first=first)
     assert status == 130, output.text
     assert held == [1, 2, 3]
     assert started(output) == held  # nothing started after the signal
