@@ -125,8 +125,6 @@ async def start_gtp(player: str, command: str, timeout: float) -> Probe:
     argv = shlex.split(command)
 
     def failed(detail: str, tail: tuple[str, ...] = ()) -> Probe:
-        if tail:
-            detail += f"; its stderr ends: {tail[-1]}"
         return Probe(player, command, False, detail, (trio.current_time() - start) * 1000, tail)
 
     if not argv:
@@ -231,9 +229,12 @@ def _unreachable(probes: list[Probe]) -> dict[str, list[Probe]]:
 
 
 def _why(failed: dict[str, list[Probe]]) -> str:
+    def one(probe: Probe) -> str:
+        tail = f"; its stderr ends: {probe.stderr_tail[-1]}" if probe.stderr_tail else ""
+        return f"{probe.where}: {probe.detail}{tail}"
+
     return "; ".join(
-        f"{name} ({', '.join(f'{p.where}: {p.detail}' for p in probes)})"
-        for name, probes in sorted(failed.items())
+        f"{name} ({', '.join(one(p) for p in probes)})" for name, probes in sorted(failed.items())
     )
 
 
