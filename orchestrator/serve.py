@@ -4,7 +4,10 @@
 at a time per connection. A bad frame is answered with an error frame and the
 connection closed; an oversize frame is refused from its header, unread. A
 client that sends nothing for ``idle_timeout`` seconds, or takes longer than
-``frame_timeout`` to finish a frame it started, is dropped. ``slots`` bounds
+``frame_timeout`` to finish a frame it started, is dropped. Memory is bounded:
+at most ``max_connections`` at once, and a budget for the bytes of unfinished
+frames of all connections together (over it, the oldest unfinished frame's
+connection is dropped); a connection's buffers go as soon as it closes. ``slots`` bounds
 the engine computations running at once; ``delay_ms`` is the least time a slot
 spends on a request, computing included (a fixed service time, like a model's),
 for latency tests and benchmarks.
@@ -129,6 +132,18 @@ class ServerStats:
     error_replies: int = 0
     bad_frames: int = 0
     timeouts: int = 0
+    refused: int = 0  # connections closed at once: max_connections were open
+    dropped: int = 0  # connections dropped to keep partial frames within their budget
+    partial_bytes: int = 0  # bytes of unfinished frames buffered right now
+
+
+class _Peer:
+    """One open connection as the budget sees it: its unfinished frame's bytes."""
+
+    def __init__(self, scope: trio.CancelScope) -> None:
+        self.scope = scope
+        self.partial = 0
+        self.since = 0.0  # when its unfinished frame started
 
 
 class _Timeout(Exception):
@@ -144,6 +159,8 @@ class _Server:
         delay_ms: float,
         idle_timeout: float,
         frame_timeout: float,
+        max_connections: int,
+        partial_budget: int,
         stats: ServerStats,
         log: Callable[[str], None],
     ) -> None:
@@ -153,18 +170,54 @@ class _Server:
         self.delay = delay_ms / 1000.0
         self.idle_timeout = idle_timeout
         self.frame_timeout = frame_timeout
+        self.max_connections = max_connections
+        self.partial_budget = partial_budget
         self.stats = stats
         self.log = log
+        self.peers: set[_Peer] = set()
 
     async def handle(self, stream: trio.SocketStream) -> None:
         stats = self.stats
         stats.connections += 1
-        stats.open_connections += 1
         peer = _peer_name(stream)
+        if len(self.peers) >= self.max_connections:
+            stats.refused += 1
+            self.log(f"{peer}: refused, {self.max_connections} connections already open")
+            await trio.aclose_forcefully(stream)
+            return
+        stats.open_connections += 1
+        with trio.CancelScope() as scope:
+            me = _Peer(scope)
+            self.peers.add(me)
+            try:
+                await self._serve(stream, peer, me)
+            finally:
+                self.peers.discard(me)
+                self._account(me, 0)
+                stats.open_connections -= 1
+                await trio.aclose_forcefully(stream)
+        if scope.cancelled_caught:
+            stats.dropped += 1
+            self.log(f"{peer}: dropped, its unfinished frame was the oldest when partial "
+                     f"frames went over their budget of {self.partial_budget} bytes")
+
+    def _account(self, peer: _Peer, partial: int) -> None:
+        """Record ``peer``'s unfinished frame size; over the budget, drop the oldest ones."""
+        stats = self.stats
+        stats.partial_bytes += partial - peer.partial
+        peer.partial = partial
+        while stats.partial_bytes > self.partial_budget:
+            oldest = min((p for p in self.peers if p.partial), key=lambda p: p.since)
+            oldest.scope.cancel()
+            stats.partial_bytes -= oldest.partial
+            oldest.partial = 0  # its buffer goes when its task unwinds, on its next checkpoint
+
+    async def _serve(self, stream: trio.SocketStream, peer: str, me: _Peer) -> None:
+        stats = self.stats
         codec = wire.Connection(wire.SERVER, self.limits)
         try:
             while True:
-                event = await self._next_event(stream, codec)
+                event = await self._next_event(stream, codec, me)
                 if isinstance(event, wire.ConnectionClosed):
                     return
                 if isinstance(event, wire.Ping):
@@ -189,11 +242,10 @@ class _Server:
         except Exception as exc:
             # One connection's failure must never take the server (and every other client) down.
             self.log(f"{peer}: internal error, closing: {exc!r}")
-        finally:
-            stats.open_connections -= 1
-            await trio.aclose_forcefully(stream)
 
-    async def _next_event(self, stream: trio.SocketStream, codec: wire.Connection) -> wire.Event:
+    async def _next_event(
+        self, stream: trio.SocketStream, codec: wire.Connection, me: _Peer
+    ) -> wire.Event:
         """The next frame, under the idle deadline until its first byte, then the frame deadline."""
         waiting_since = trio.current_time()
         frame_started: float | None = None
@@ -208,9 +260,11 @@ class _Server:
                 data = await _receive(stream)
                 codec.receive_data(data)
                 if frame_started is None and data:
-                    frame_started = trio.current_time()
+                    frame_started = me.since = trio.current_time()
+                self._account(me, codec.buffered)
                 continue
             raise _Timeout(f"{what} after {limit:g} s")
+        self._account(me, codec.buffered)  # what is left belongs to the next frame
         return event
 
     async def _answer(self, request: wire.Request, peer: str) -> wire.MoveReply | wire.ErrorReply:
@@ -261,6 +315,8 @@ async def serve_go19(
     delay_ms: float = 0.0,
     idle_timeout: float = 60.0,
     frame_timeout: float = 10.0,
+    max_connections: int = 256,
+    partial_budget: int = 256 * wire.MiB,
     allowed_sizes: Iterable[int] | None = None,
     limits: wire.Limits | None = None,
     stats: ServerStats | None = None,
@@ -270,6 +326,9 @@ async def serve_go19(
     """Serve ``engine`` until cancelled; with ``nursery.start`` it returns the bound port.
 
     ``port=0`` picks a free port. ``host=None`` listens on every interface.
+    Beyond ``max_connections`` open connections a new one is closed at once; when the
+    unfinished frames of all connections together buffer more than ``partial_budget``
+    bytes, the connection whose frame started first is dropped.
     Reports per-connection trouble (bad frames, timeouts, error replies) to ``log``.
     """
     if slots < 1:
@@ -278,7 +337,8 @@ async def serve_go19(
     if allowed_sizes is not None:
         limits = replace(limits, allowed_sizes=frozenset(allowed_sizes))
     server = _Server(
-        engine, limits, slots, delay_ms, idle_timeout, frame_timeout, stats or ServerStats(), log
+        engine, limits, slots, delay_ms, idle_timeout, frame_timeout, max_connections,
+        partial_budget, stats or ServerStats(), log,
     )
     listeners = await trio.open_tcp_listeners(port, host=host)
     task_status.started(listeners[0].socket.getsockname()[1])

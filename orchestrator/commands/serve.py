@@ -43,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="drop a connection silent this long between requests")
     parser.add_argument("--frame-timeout", type=float, default=10.0, metavar="S",
                         help="drop a connection that takes this long to finish a frame")
+    parser.add_argument("--max-connections", type=int, default=256, metavar="N",
+                        help="close new connections at once beyond N open ones (default 256)")
+    parser.add_argument("--partial-budget-mib", type=float, default=256.0, metavar="MIB",
+                        help="memory for unfinished frames of all connections together; over "
+                        "it, the connection whose frame started first is dropped (default 256)")
     parser.add_argument("--quiet", action="store_true", help="no per-connection log on stderr")
     parser.set_defaults(func=run)
 
@@ -90,6 +95,8 @@ async def _serve(args: argparse.Namespace, engine: Engine) -> None:
             engine, args.host, args.port,
             slots=args.slots, delay_ms=args.delay_ms,
             idle_timeout=args.idle_timeout, frame_timeout=args.frame_timeout,
+            max_connections=args.max_connections,
+            partial_budget=int(args.partial_budget_mib * (1 << 20)),
             allowed_sizes=args.sizes or (19,),
             log=(lambda _: None) if args.quiet else _stderr,
             task_status=_Announce(args),
@@ -109,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
             ("level", args.level not in (0, 1, 2), "0, 1 or 2"),
             ("idle-timeout", not args.idle_timeout > 0, "positive"),
             ("frame-timeout", not args.frame_timeout > 0, "positive"),
+            ("max-connections", args.max_connections < 1, "at least 1"),
+            ("partial-budget-mib", not args.partial_budget_mib > 0, "positive"),
             ("size", any(not 2 <= s <= 25 for s in args.sizes or ()), "in 2..25"),
         )
         if bad

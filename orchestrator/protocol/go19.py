@@ -29,6 +29,7 @@ exception escaping this module is a bug.
 
 from __future__ import annotations
 
+import copy
 import enum
 import struct
 from dataclasses import dataclass, field
@@ -163,6 +164,11 @@ class Connection:
         return self._error is not None
 
     @property
+    def buffered(self) -> int:
+        """How many received bytes wait to be parsed (a partial frame, mostly)."""
+        return len(self._buffer)
+
+    @property
     def trailing_data(self) -> tuple[bytes, bool]:
         """Bytes received but not yet parsed, and whether EOF was seen (as in h11)."""
         return bytes(self._buffer), self._eof
@@ -180,7 +186,7 @@ class Connection:
 
     def next_event(self) -> Event | _Sentinel:
         if self._error is not None:
-            raise self._error
+            raise copy.copy(self._error)
         try:
             if self.role is SERVER:
                 if self._outstanding is not None:
@@ -333,7 +339,7 @@ class Connection:
     def send(self, event: Event) -> bytes:
         if self._error is not None:
             if not (self._may_send_error_reply and isinstance(event, ErrorReply)):
-                raise self._error
+                raise copy.copy(self._error)
             self._may_send_error_reply = False
             return self._encode_error_reply(event)
         try:
@@ -408,8 +414,15 @@ class Connection:
         return _REPLY_MAGIC + b"\x00" + struct.pack(">H", len(data)) + data
 
     def _fail(self, exc: ProtocolError) -> NoReturn:
-        self._error = exc
-        raise exc
+        # No reference cycles through the raised exception: its traceback holds the
+        # frames that hold this connection (and a peer's partial frame, up to
+        # max_body_len), which then lived until a full garbage collection. So keep a
+        # copy without a traceback, and drop this frame's own reference to ``exc``.
+        self._error = copy.copy(exc)
+        try:
+            raise exc
+        finally:
+            del exc
 
 
 def _encode_move_reply(event: MoveReply, size: int) -> bytes:

@@ -42,14 +42,12 @@ class Served:
         return len(list(Path(f"/proc/{self.proc.pid}/fd").iterdir()))
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[Served]:
-    stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
+def serve(folder: Path, *options: str) -> Iterator[Served]:
+    stderr = folder / "stderr.txt"
     with stderr.open("w") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "orchestrator.cli", "serve", "--engine", "random",
-             "--size", "9", "--port", "0", "--slots", "4",
-             "--frame-timeout", str(FRAME_TIMEOUT), "--idle-timeout", str(IDLE_TIMEOUT)],
+             "--size", "9", "--port", "0", "--slots", "4", *options],
             cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True,
         )
     line = proc.stdout.readline()
@@ -59,6 +57,12 @@ def served(tmp_path_factory) -> Iterator[Served]:
     proc.terminate()
     proc.wait(timeout=10)
     assert "Traceback" not in stderr.read_text()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Iterator[Served]:
+    yield from serve(tmp_path_factory.mktemp("serve"), "--frame-timeout", str(FRAME_TIMEOUT),
+                     "--idle-timeout", str(IDLE_TIMEOUT))
 
 
 def request(seed: int = 0) -> wire.Request:
@@ -212,3 +216,98 @@ async def test_garbage_never_crashes_it(served: Served) -> None:
                 nursery.start_soon(one, garbage(rng, frame))
         await still_serving(served)
     assert "internal error" not in served.stderr.read_text()
+
+
+# -- memory: aborted large frames (the probe's scenario, scaled to run in seconds) --------
+
+BUDGET_MIB = 32
+ABORTED, SENT_MIB = 20, 7  # connections, each sending 7 MiB of an 8 MiB frame
+
+
+def unread_bytes(port: int) -> int:
+    """Bytes sent to ``port`` over loopback that its process has not read yet: the
+    kernel's receive queues on the server side plus the send queues towards it."""
+    total = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, remote, _, queues = line.split()[1:5]
+        tx, rx = (int(q, 16) for q in queues.split(":"))
+        if int(local.split(":")[1], 16) == port:
+            total += rx
+        elif int(remote.split(":")[1], 16) == port:
+            total += tx
+    return total
+
+
+async def settled(served: Served, ended: int) -> None:
+    """Wait until the server has read every byte sent and logged ``ended`` connection ends."""
+    while unread_bytes(served.port) or len(connection_ends(served)) < ended:
+        await trio.sleep(0.05)
+
+
+def connection_ends(served: Served) -> list[str]:
+    return [line for line in served.stderr.read_text().splitlines()
+            if "closed inside the request body" in line or "dropped" in line]
+
+
+@pytest.fixture
+def budgeted(tmp_path) -> Iterator[Served]:
+    yield from serve(tmp_path, "--partial-budget-mib", str(BUDGET_MIB), "--max-connections", "64")
+
+
+async def abort_large_frames(served: Served, ended_before: int) -> int:
+    """One round of the attack; RSS (KiB) once the server has read all it was sent."""
+    body = 8 * wire.MiB
+    head = b"GO19" + struct.pack(">I", body) + struct.pack(">BBI", 9, 1, body - 6 - 81)
+    chunk = bytes(wire.MiB)
+    streams = []
+    for _ in range(ABORTED):
+        stream = await trio.open_tcp_stream(LOCALHOST, served.port)
+        streams.append(stream)
+        try:
+            await stream.send_all(head)
+            for _ in range(SENT_MIB):
+                await stream.send_all(chunk)
+        except trio.BrokenResourceError:
+            pass  # dropped by the budget while sending
+    # At most BUDGET / SENT whole partial frames fit: the others were dropped.
+    await settled(served, ended=ended_before + ABORTED - BUDGET_MIB // SENT_MIB)
+    rss = served.status("VmRSS")
+    for stream in streams:
+        await stream.aclose()
+    await settled(served, ended=ended_before + ABORTED)
+    return rss
+
+
+async def test_aborted_large_frames_keep_memory_within_the_budget(budgeted: Served) -> None:
+    """150 clients each sending 7 MiB of an 8 MiB frame and hanging up once held 1.2 GiB,
+    and a second round 2.2 GiB (partial buffers in reference cycles, and no bound). Now
+    unfinished frames never hold more than their budget, and their memory is reused or
+    returned when their connections go: a second round holds no more than the first."""
+    served = budgeted
+    base = served.status("VmRSS")
+    with trio.fail_after(120):  # bounds the test only
+        open_1 = await abort_large_frames(served, 0) - base
+        after_1 = served.status("VmRSS") - base
+        open_2 = await abort_large_frames(served, ABORTED) - base
+        after_2 = served.status("VmRSS") - base
+    print(f"\nRSS above start, MiB: {open_1 // 1024} and {open_2 // 1024} with {ABORTED} x "
+          f"{SENT_MIB} MiB partial frames sent, {after_1 // 1024} and {after_2 // 1024} once "
+          f"they closed (budget {BUDGET_MIB} MiB)")
+    for held in (open_1, after_1, open_2, after_2):
+        assert held < (BUDGET_MIB + 32) * 1024  # the budget plus buffers being filled
+    assert after_2 < BUDGET_MIB * 1024
+    assert "dropped, its unfinished frame was the oldest" in served.stderr.read_text()
+    await still_serving(served)
+
+
+async def test_connections_beyond_the_limit_are_closed_at_once(tmp_path) -> None:
+    for served in serve(tmp_path, "--max-connections", "3"):
+        streams = [await trio.open_tcp_stream(LOCALHOST, served.port) for _ in range(3)]
+        with trio.fail_after(30):  # bounds the test only
+            while served.status("Threads") and "refused" not in served.stderr.read_text():
+                extra = await trio.open_tcp_stream(LOCALHOST, served.port)
+                async with extra:
+                    assert await read_to_eof(extra) == b""  # closed without a word
+        for stream in streams:
+            await stream.aclose()
+        await still_serving(served)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -237,8 +240,35 @@ def test_remote_errors_are_sticky() -> None:
     conn.receive_data(b"PING")
     with pytest.raises(RemoteProtocolError) as again:
         conn.next_event()
-    assert again.value is first.value
+    assert type(again.value) is type(first.value) and again.value.args == first.value.args
     assert conn.errored
+
+
+def _failed_connection() -> weakref.ref[Connection]:
+    conn = server()
+    body = 1 << 20
+    head = bytes((19, 1)) + (body - 6 - 361).to_bytes(4, "big")
+    conn.receive_data(b"GO19" + body.to_bytes(4, "big") + head + bytes(64 * 1024))
+    assert conn.next_event() is NEED_DATA
+    conn.receive_data(b"")  # the peer went away mid-frame
+    raised = 0
+    for step in (conn.next_event, conn.next_event, lambda: conn.send(Pong())):
+        try:
+            step()  # the first error, then the sticky one twice
+        except RemoteProtocolError:
+            raised += 1
+    assert raised == 3
+    return weakref.ref(conn)
+
+
+def test_a_failed_connection_is_freed_without_the_garbage_collector() -> None:
+    """The sticky error must not tie the connection (and the peer's partial frame, up to
+    8 MiB) into a reference cycle: `go19 serve` held 1.2 GiB after 150 aborted frames."""
+    gc.disable()
+    try:
+        assert _failed_connection()() is None
+    finally:
+        gc.enable()
 
 
 def test_server_may_send_one_error_reply_after_a_remote_error() -> None:
