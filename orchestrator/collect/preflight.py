@@ -168,7 +168,7 @@ async def start_gtp(player: str, command: str, timeout: float) -> Probe:
                         pass
                     with trio.move_on_after(2.0):
                         await process.wait()
-            if deadline.cancelled_caught:
+            if deadline.cancelled_caught and len(answers) < 2:  # (not while it quits)
                 word = ("name", "version")[len(answers)]
                 problem = f"no answer to {word!r} within {timeout:g} s"
             if process.returncode is None:

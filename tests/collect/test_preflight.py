@@ -118,6 +118,22 @@ def test_a_gtp_engine_that_dies_shows_its_stderr(tmp_path: Path) -> None:
     assert not (tmp_path / "rec").exists()
 
 
+async def test_a_gtp_engine_that_does_not_answer_shows_its_stderr(tmp_path: Path) -> None:
+    """An engine stuck loading: after move_timeout_s (real time, 3 s here) it is killed,
+    and what it said on stderr is shown."""
+    script = tmp_path / "stuck.sh"
+    script.write_text("#!/bin/sh\necho 'loading model weights' >&2\nexec sleep 600\n")
+    script.chmod(0o755)
+    said: list[str] = []
+    matchup = load_matchup(write(tmp_path, f'kind = "gtp"\ncommand = "{script}"',
+                                 move_timeout=3))
+    with pytest.raises(EndpointsUnreachable) as caught:
+        await check_endpoints(matchup, 0, said.append)
+    assert said[0].startswith(f"● FAILED a {script}: no answer to 'name' within 3 s (")
+    assert said[1:] == ["    a stderr: loading model weights"]
+    assert "its stderr ends: loading model weights" in str(caught.value)
+
+
 @requires_gnugo
 async def test_every_endpoint_gets_one_line_and_one_live_replica_is_enough(
     tmp_path: Path,
