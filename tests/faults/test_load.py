@@ -51,7 +51,9 @@ concurrency = {concurrency}
 def start_server() -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.cli", "serve", "--engine", "random", "--size", "9",
-         "--port", "0", "--slots", "64", "--quiet"],
+         "--port", "0", "--slots", "64", "--quiet",
+         # Both players pool up to 1,024 connections each over the two servers.
+         "--max-connections", "4096"],
         cwd=REPO, stdout=subprocess.PIPE, text=True,
     )
     line = proc.stdout.readline()
@@ -111,7 +113,8 @@ def test_2000_concurrent_games_against_instant_servers(tmp_path: Path) -> None:
     assert sorted(r["game"] for r in records) == sorted(started_games)
     assert 0 < in_flight <= CONCURRENCY
     assert not any(r["void"] for r in records)
-    assert all(counts == {} for r in records for counts in r["fallbacks"].values())
+    fallbacks = [c for r in records for c in r["fallbacks"].values() if c]
+    assert not fallbacks, fallbacks[:5]
     p50 = [r["latency_ms"][n]["p50"] for r in records for n in ("a", "b")]
     p95 = [r["latency_ms"][n]["p95"] for r in records for n in ("a", "b")]
     print(f"\nload: {CONCURRENCY} games at once: {finished} games finished in {elapsed:.0f} s "
