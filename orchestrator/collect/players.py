@@ -113,6 +113,9 @@ async def open_players(
                         "127.0.0.1",
                         0,
                         slots=spec.slots,
+                        # Our own client opens up to `slots` connections at once (more
+                        # while closed ones wind down): never refuse one of them.
+                        max_connections=max(256, 2 * spec.slots),
                         delay_ms=emb.delay_ms,
                         allowed_sizes=(matchup.game.size,),
                         task_status=task_status,

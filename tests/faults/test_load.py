@@ -121,3 +121,41 @@ def test_2000_concurrent_games_against_instant_servers(tmp_path: Path) -> None:
           f"({finished * 4 / elapsed:.0f} moves/s), {in_flight} in flight at the interrupt, "
           f"all recorded; peak RSS {peak_rss / 1024:.0f} MiB; move latency p50 "
           f"{np.median(p50):.0f} ms (median of games), p95 {np.percentile(p95, 95):.0f} ms")
+
+
+EMBEDDED = """
+[players.a]
+kind = "go19"
+embedded = { engine = "random", seed = 1 }
+slots = 1024
+image_px = 64
+[players.b]
+kind = "go19"
+embedded = { engine = "random", seed = 2 }
+slots = 1024
+image_px = 64
+[pairing]
+black = "a"
+white = "b"
+[game]
+size = 9
+move_cap = 2
+move_timeout_s = 60
+concurrency = 800
+"""
+
+
+async def test_embedded_servers_take_every_connection_of_their_client(tmp_path: Path) -> None:
+    """800 games at once ask each embedded server ~400 moves at a time over as many
+    connections: past `go19 serve`'s default of 256 open connections they were refused,
+    and the run crawled on connection fallbacks and timeouts (486 fallbacks, 5 min for
+    1,000 games; now none, 7 s)."""
+    from orchestrator.collect.run import CollectOptions, collect
+
+    matchup = tmp_path / "emb.toml"
+    matchup.write_text(EMBEDDED)
+    summary = await collect(CollectOptions(matchup, games=800, recordings=tmp_path / "rec",
+                                           dashboard=False), log=lambda line: None)
+    assert summary.state.done == 800
+    fallbacks = [c for r in summary.state.records for c in r["fallbacks"].values() if c]
+    assert not fallbacks, fallbacks[:5]
