@@ -22,8 +22,8 @@ from orchestrator.players.base import Player
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.players.player_pool import PlayerPool
 from orchestrator.players.random_player import RandomPlayer
-from orchestrator.rules.game import Game
 from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
 
 
@@ -42,39 +42,6 @@ class PlayerHandle:
 
     def describe(self) -> str:
         return self.meta.get("endpoint") or self.meta.get("command") or self.meta["kind"]
-
-
-class GtpPool:
-    """Several engine processes behind one player name. GTP engines hold the
-    game state, so a request goes to the process that last played this game
-    when it is free (it then only needs the new moves), else to any free one
-    (which replays the game first)."""
-
-    def __init__(self, name: str, command: str, instances: int, log_dir: Path) -> None:
-        self.name = name
-        self._engines = [
-            GtpPlayer(f"{name}#{i}", command, stderr_log=log_dir / f"{name}-{i}.stderr.log")
-            for i in range(instances)
-        ]
-        self._free = list(self._engines)
-        self._last_game: dict[int, int] = {}  # id(engine) -> id(game)
-        self._limiter = trio.Semaphore(instances)
-
-    async def genmove(self, game: Game) -> int:
-        async with self._limiter:
-            engine = next(
-                (e for e in self._free if self._last_game.get(id(e)) == id(game)), self._free[-1]
-            )
-            self._free.remove(engine)
-            self._last_game[id(engine)] = id(game)
-            try:
-                return await engine.genmove(game)
-            finally:
-                self._free.append(engine)
-
-    async def aclose(self) -> None:
-        for engine in self._engines:
-            await engine.aclose()
 
 
 def _prefixed(
@@ -145,10 +112,13 @@ async def open_players(
             )
         elif isinstance(spec, GtpPlayerSpec):
             log_dir.mkdir(parents=True, exist_ok=True)
+            engines = [
+                GtpPlayer(f"{name}#{i}", spec.command,
+                          stderr_log=log_dir / f"{name}-{i}.stderr.log")
+                for i in range(spec.instances)
+            ]
             handles[name] = PlayerHandle(
-                name,
-                GtpPool(name, spec.command, spec.instances, log_dir),
-                {"kind": "gtp", "command": spec.command},
+                name, PlayerPool(name, engines), {"kind": "gtp", "command": spec.command}
             )
         elif isinstance(spec, HeuristicPlayerSpec):
             handles[name] = PlayerHandle(

@@ -120,7 +120,8 @@ async def test_least_loaded_replica_gets_the_next_request(nursery) -> None:
                 while [e.started for e in engines] != expected:
                     await trio.sleep(0.005)
             clients.start_soon(one)  # all four slots are busy: this one must queue
-            await trio.sleep(0.2)
+            while endpoint.queued < 1:
+                await trio.sleep(0.005)
             assert [e.started for e in engines] == [2, 2]
             assert [r.in_flight for r in endpoint.replica_stats()] == [2, 2]
             for engine in engines:
