@@ -60,6 +60,13 @@ class ReplicaStats:
     last_error: str | None
     latency_ms: tuple[float, ...]
 
+    def percentile_ms(self, q: float) -> float | None:
+        """The ``q``-th percentile (0..100, nearest rank) of the recent latencies."""
+        if not self.latency_ms:
+            return None
+        ordered = sorted(self.latency_ms)
+        return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
 
 class _Replica:
     def __init__(self, endpoint: Go19Endpoint, address: Address) -> None:

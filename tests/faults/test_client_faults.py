@@ -242,6 +242,8 @@ async def test_late_replies_never_count_as_moves_under_load(nursery) -> None:
                 tables.start_soon(one, number)
     own = [m.ms for g in games for m in g.moves if m.source is None]
     timeouts = sum(m.source == "fallback:timeout" for g in games for m in g.moves)
+    print(f"\n32 games at once: {len(own)} own moves (slowest {max(own, default=0):.0f} ms), "
+          f"{timeouts} timeout fallbacks for {server.injected['timeout']} late replies")
     assert len(games) == 32 and server.injected["timeout"] > 0
     assert all(ms < timeout * 1000.0 for ms in own)
     assert timeouts >= server.injected["timeout"]

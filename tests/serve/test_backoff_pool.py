@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import trio
@@ -292,3 +294,13 @@ async def test_closing_the_endpoint_stops_probing(nursery, loopback_clock) -> No
                 await endpoint.wait_up()
             assert endpoint.is_down()
     assert trio.current_time() == 1000.0  # the probe nursery exited once the endpoint closed
+
+
+def test_replica_percentiles_are_nearest_rank() -> None:
+    from orchestrator.players.pool import ReplicaStats
+
+    stats = ReplicaStats("a:1", "ok", None, 0, 0, 20, 0, 0, 0, 0, None, None,
+                         tuple(float(ms) for ms in range(20, 0, -1)))
+    assert (stats.percentile_ms(50), stats.percentile_ms(95), stats.percentile_ms(100)) == (
+        10.0, 19.0, 20.0)
+    assert replace(stats, latency_ms=()).percentile_ms(50) is None
