@@ -230,6 +230,7 @@ class FaultServer:
         self.faults: Counter[str] = Counter()  # what was done, by fault kind
         self.skipped: Counter[str] = Counter()  # illegal faults this board had no point for
         self.retried = 0
+        self.strays = 0  # stray replies sent (double-reply)
         self.answered: list[tuple[bytes, int]] = []  # (board, point) of every move sent
         self.requests = 0
         self.connections = 0
@@ -394,6 +395,7 @@ class FaultServer:
             if kind == "double-reply":
                 await trio.sleep(0.01)
                 await stream.send_all(_move_bytes(PASS, size))
+                self.strays += 1
             return True
         if kind in ("close-mid-frame", "reset-mid-frame"):
             await stream.send_all(move[:6])

@@ -106,7 +106,8 @@ async def test_a_stray_reply_is_never_read_as_the_next_answer(nursery, fault_clo
     port = await nursery.start(server.serve)
     async with Go19Endpoint([(LOCALHOST, port)], allowed_sizes=(9,)) as endpoint:
         await endpoint.request(nine())
-        await trio.sleep(1)  # the stray pass has arrived by now
+        while not server.strays:  # sent over loopback: in the client's socket once sent
+            await trio.sleep(0.01)
         second = nine({40: BLACK})
         reply = await endpoint.request(second)
         (replica,) = endpoint.replica_stats()
