@@ -52,6 +52,62 @@ def _prefixed(
     return lambda text: sink(f"{name}: {text}")
 
 
+async def _embedded_replica(
+    spec: Go19PlayerSpec, size: int, nursery: trio.Nursery
+) -> tuple[str, int]:
+    """Start the embedded server of ``spec`` on a free loopback port."""
+    emb = spec.embedded
+    assert emb is not None
+    engine = (
+        HeuristicEngine(seed=emb.seed, level=emb.level)
+        if emb.engine == "heuristic"
+        else RandomEngine(seed=emb.seed)
+    )
+    port = await nursery.start(
+        lambda task_status: serve_go19(
+            engine, "127.0.0.1", 0, slots=spec.slots, delay_ms=emb.delay_ms,
+            allowed_sizes=(size,), task_status=task_status,
+        )
+    )
+    return ("127.0.0.1", port)
+
+
+async def _go19_handle(
+    name: str,
+    spec: Go19PlayerSpec,
+    matchup: Matchup,
+    nursery: trio.Nursery,
+    on_event: Callable[[str], None] | None,
+) -> PlayerHandle:
+    size = matchup.game.size
+    if spec.embedded is not None:
+        replicas = [await _embedded_replica(spec, size, nursery)]
+    else:
+        replicas = [parse_hostport(r) for r in spec.replicas]
+    endpoint = Go19Endpoint(
+        replicas,
+        slots_per_replica=spec.slots,
+        connect_timeout=matchup.game.connect_timeout_s,
+        allowed_sizes=(size,),
+        on_event=_prefixed(on_event, name),
+        nursery=nursery,  # down replicas are probed for as long as the run lasts
+    )
+    meta = {
+        "kind": "go19",
+        "adapter": spec.adapter,
+        "model": spec.model,
+        "endpoint": ",".join(f"{h}:{p}" for h, p in replicas),
+        "embedded": spec.embedded.model_dump() if spec.embedded else None,
+    }
+    return PlayerHandle(
+        name,
+        Go19Player(endpoint, name=name, image_px=spec.image_px),
+        meta,
+        endpoint=endpoint,
+        is_down=endpoint.is_down,
+    )
+
+
 async def open_players(
     matchup: Matchup,
     nursery: trio.Nursery,
@@ -67,49 +123,7 @@ async def open_players(
     handles: dict[str, PlayerHandle] = {}
     for name, spec in matchup.players.items():
         if isinstance(spec, Go19PlayerSpec):
-            if spec.embedded is not None:
-                emb = spec.embedded
-                engine = (
-                    HeuristicEngine(seed=emb.seed, level=emb.level)
-                    if emb.engine == "heuristic"
-                    else RandomEngine(seed=emb.seed)
-                )
-                port = await nursery.start(
-                    lambda task_status, engine=engine, emb=emb, spec=spec: serve_go19(
-                        engine,
-                        "127.0.0.1",
-                        0,
-                        slots=spec.slots,
-                        delay_ms=emb.delay_ms,
-                        allowed_sizes=(matchup.game.size,),
-                        task_status=task_status,
-                    )
-                )
-                replicas = [("127.0.0.1", port)]
-            else:
-                replicas = [parse_hostport(r) for r in spec.replicas]
-            endpoint = Go19Endpoint(
-                replicas,
-                slots_per_replica=spec.slots,
-                connect_timeout=matchup.game.connect_timeout_s,
-                allowed_sizes=(matchup.game.size,),
-                on_event=_prefixed(on_event, name),
-                nursery=nursery,  # down replicas are probed for as long as the run lasts
-            )
-            meta = {
-                "kind": "go19",
-                "adapter": spec.adapter,
-                "model": spec.model,
-                "endpoint": ",".join(f"{h}:{p}" for h, p in replicas),
-                "embedded": spec.embedded.model_dump() if spec.embedded else None,
-            }
-            handles[name] = PlayerHandle(
-                name,
-                Go19Player(endpoint, name=name, image_px=spec.image_px),
-                meta,
-                endpoint=endpoint,
-                is_down=endpoint.is_down,
-            )
+            handles[name] = await _go19_handle(name, spec, matchup, nursery, on_event)
         elif isinstance(spec, GtpPlayerSpec):
             log_dir.mkdir(parents=True, exist_ok=True)
             engines = [
