@@ -91,6 +91,7 @@ class _Replica:
         # the schedule by failing together.
         self.round = 0
         self._connect_lock = trio.Lock()
+        self.probing = False  # one background probe at a time, even across reset()
 
     @property
     def down(self) -> bool:
@@ -280,6 +281,13 @@ class _Replica:
         The answering connection joins the idle pool, so the replica serves at once.
         """
         endpoint = self.endpoint
+        self.probing = True
+        try:
+            await self._probe_until_up(endpoint)
+        finally:
+            self.probing = False
+
+    async def _probe_until_up(self, endpoint: Go19Endpoint) -> None:
         while self.down:
             await trio.sleep_until(self.retry_at)
             try:
@@ -445,7 +453,7 @@ class Go19Endpoint:
             self._up = trio.Event()
 
     def _start_probe(self, replica: _Replica) -> None:
-        if self._nursery is not None and not self.closed:
+        if self._nursery is not None and not self.closed and not replica.probing:
             self._nursery.start_soon(self._probe, replica)
 
     async def _probe(self, replica: _Replica) -> None:
