@@ -8,7 +8,8 @@ from __future__ import annotations
 from orchestrator import coords
 from orchestrator.players.base import ErrorReply
 from orchestrator.players.connection import Go19Connection, format_address
-from orchestrator.players.pool import Go19Endpoint, ReplicaStats
+from orchestrator.players.pool import Go19Endpoint
+from orchestrator.players.replica import ReplicaStats
 from orchestrator.protocol import go19 as wire
 from orchestrator.render import render_png
 from orchestrator.rules.game import Game

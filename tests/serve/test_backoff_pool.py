@@ -298,7 +298,7 @@ async def test_closing_the_endpoint_stops_probing(nursery, loopback_clock) -> No
 
 
 def test_replica_percentiles_are_nearest_rank() -> None:
-    from orchestrator.players.pool import ReplicaStats
+    from orchestrator.players.replica import ReplicaStats
 
     stats = ReplicaStats("a:1", "ok", None, 0, 0, 20, 0, 0, 0, 0, None, None,
                          tuple(float(ms) for ms in range(20, 0, -1)))
