@@ -18,7 +18,9 @@ Reading happens in three steps, each with one job:
 
 Choices where real files disagree with the standard:
 
-- no ``SZ`` means 19; ``tt`` is a pass on boards up to 19x19, like ``B[]``;
+- no ``SZ`` means 19; boards up to 52x52 read (FF[4]'s a-z then A-Z), though the
+  rules replay only up to 25x25; ``tt`` is a pass on boards up to 19x19, like ``B[]``,
+  and a real point on larger ones (the writer always writes a pass as ``[]``);
 - ``|KM| >= 100`` is Fox's komi x100 (``KM[750]`` = 7.5, ``KM[375]`` = 3.75): no real
   komi is that large; ``KM[6,5]`` is 6.5; no or unreadable komi is 0; a non-integer
   ``HA`` (``HA[7.5]``) is 0;
@@ -56,7 +58,8 @@ VOID_PROP = "GOXIXVOID"
 SOURCE_PROP = "GOXIXSRC"
 LATENCY_PROP = "GOXIXMS"  # milliseconds the player took to answer this move
 
-MAX_SIZE = 25  # what the rules Board supports
+MAX_SIZE = 52  # FF[4]: columns and rows are a-z then A-Z
+REPLAY_MAX_SIZE = 25  # what the rules Board supports
 
 
 # -- errors ----------------------------------------------------------------------
@@ -659,15 +662,24 @@ def replay_positions(game: SgfGame) -> Iterator[tuple[Game, SgfMove, int]]:
     they were recorded. Raises :class:`IllegalMoveInRecord` at the first move our
     rules reject, :class:`IllegalSetup` for impossible setup stones.
     """
-    return _positions(game, Game(size=game.size, komi=game.komi))
+    return _positions(game, _start(game))
 
 
 def replay(game: SgfGame) -> Game:
     """The position after the whole main line (raises like :func:`replay_positions`)."""
-    live = Game(size=game.size, komi=game.komi)
+    live = _start(game)
     for _ in _positions(game, live):
         pass
     return live
+
+
+def _start(game: SgfGame) -> Game:
+    """The empty board the game starts on; the rules stop at 25x25 (GTP letters)."""
+    if game.size > REPLAY_MAX_SIZE:
+        raise NotSupported(
+            f"board size {game.size} cannot be replayed (2..{REPLAY_MAX_SIZE})"
+        )
+    return Game(size=game.size, komi=game.komi)
 
 
 def _positions(game: SgfGame, live: Game) -> Iterator[tuple[Game, SgfMove, int]]:
@@ -709,8 +721,9 @@ def _number(value: float) -> str:
 
 @cache
 def _letters(size: int) -> dict[int, str]:
-    """Every point of this board as SGF letters, and PASS as the FF[4] empty value."""
-    return {point: spelled for spelled, point in _point_table(size).items() if spelled != "tt"}
+    """Every point of this board as SGF letters, and PASS as the FF[4] empty value
+    (never ``tt``, which is a point on boards over 19x19)."""
+    return {point: to_sgf(point, size) for point in (*range(size * size), PASS)}
 
 
 def _points(name: str, points: Iterable[int], letters: dict[int, str]) -> str:

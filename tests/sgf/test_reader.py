@@ -62,6 +62,18 @@ def test_missing_size_is_19_and_tt_is_a_pass_up_to_19() -> None:
     # On 21x21 ``tt`` is the point in column 19, row 19.
     big = one(b"(;SZ[21];B[tt])")
     assert big.moves[0].point == 19 * 21 + 19
+    # FF[4] goes to 52x52, columns and rows a-z then A-Z; ``[]`` is the pass there.
+    widest = one(b"(;SZ[52];B[ZZ];W[aZ];B[])")
+    assert [m.point for m in widest.moves] == [52 * 52 - 1, 51 * 52, PASS]
+
+
+def test_boards_the_rules_cannot_play_read_but_do_not_replay() -> None:
+    game = one(b"(;SZ[30];B[dd])")
+    assert game.size == 30 and game.moves[0].point == 3 * 30 + 3
+    with pytest.raises(NotSupported, match="size 30 cannot be replayed"):
+        replay(game)
+    with pytest.raises(NotSupported, match="size 30"):
+        replay_positions(game)
 
 
 def test_main_line_takes_the_first_child_each_time() -> None:
@@ -221,7 +233,7 @@ def test_any_charset_label_reads(label: str) -> None:
         (b"(;SZ[19]C[unclosed \\] comment", Truncated, "missing ')'"),
         (b"(;GM[2]SZ[8])", NotSupported, "GM[2]"),
         (b"(;SZ[19:13])", NotSupported, "rectangular"),
-        (b"(;SZ[30])", NotSupported, "size 30"),
+        (b"(;SZ[53])", NotSupported, "size 53"),
         (b"(;SZ[1])", NotSupported, "size 1"),
         (b"(;SZ[big])", Unparseable, "SZ[big]"),
         (b"(;SZ[9];B[aa];W[zz])", CorruptCoordinate, "move 2 W[zz]"),
