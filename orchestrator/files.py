@@ -27,6 +27,25 @@ def atomic_write(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def append_line(path: Path, line: str) -> None:
+    """Append one line whole or not at all: a full disk can take part of a write, and
+    that part is cut off again before the error goes up (unbuffered, so nothing is left
+    to be flushed after the cut)."""
+    data = memoryview(line.encode())
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(folder: Path) -> None:
     """Make a rename in ``folder`` durable."""
     fd = os.open(folder, os.O_RDONLY)

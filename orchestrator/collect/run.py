@@ -27,6 +27,7 @@ from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, pl
 from orchestrator.collect.schedule import Schedule
 from orchestrator.collect.state import RunState
 from orchestrator.collect.stopping import sprt_check
+from orchestrator.recordings import read_journal
 from orchestrator.rules.game import Game
 
 # A player so broken that every game is void would otherwise be replayed forever.
@@ -83,16 +84,7 @@ def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool]:
 
 
 def _count_done(run_dir: Path) -> int:
-    journal = run_dir / JOURNAL
-    if not journal.exists():
-        return 0
-    count = 0
-    for line in journal.read_bytes().splitlines():
-        try:
-            count += not json.loads(line)["void"]
-        except (ValueError, KeyError, TypeError):
-            continue
-    return count
+    return sum(not record.void for record in read_journal(run_dir / JOURNAL).records)
 
 
 class Collector:

@@ -69,6 +69,7 @@ from orchestrator.dataset.shards import (
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
 from orchestrator.files import atomic_write, sha256_file
+from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
 
 SHARD_SIZE = 1 << 16
@@ -234,7 +235,7 @@ class _Builder:
             counts.skipped[reason or status] += 1
         if status == "ok":
             counts.games_kept += 1
-            counts.winners[("unknown", "black", "white")[game.winner]] += 1
+            counts.winners[WINNER_NAMES[game.winner] if game.winner else "unknown"] += 1
             counts.provenance["known source" if prov.source else "unknown source"] += 1
             counts.provenance["known licence" if prov.licence else "unknown licence"] += 1
             samples = self._samples(game)

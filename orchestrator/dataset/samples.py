@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.coords import PASS
+from orchestrator.recordings import MoveOrigin, move_origin
 from orchestrator.rules import IllegalMove
 from orchestrator.rules.board import neighbours_table
 from orchestrator.rules.tactics import Tactics, classify
@@ -45,7 +46,8 @@ MAX_MOVE_NUMBER = np.iinfo(np.int16).max
 
 # Where a move came from (SgfMove.source): the player's own policy, or not.
 POLICY, OPENING, FALLBACK = 0, 1, 2
-ORIGIN_NAMES = {OPENING: "opening", FALLBACK: "fallback"}
+_ORIGIN_CODES: dict[MoveOrigin, int] = {"own": POLICY, "opening": OPENING, "fallback": FALLBACK}
+ORIGIN_NAMES = {code: name for name, code in _ORIGIN_CODES.items() if code != POLICY}
 
 _CAPTURE, _ATARI, _ESCAPE = int(Tactics.CAPTURE), int(Tactics.ATARI), int(Tactics.ESCAPE)
 
@@ -118,9 +120,7 @@ def winner_of(result: str) -> int:
 
 
 def origin_of(source: str | None) -> int:
-    if source is None:
-        return POLICY
-    return OPENING if source == "opening" else FALLBACK
+    return _ORIGIN_CODES[move_origin(source)]
 
 
 def _positions(game: SgfGame) -> Positions:
