@@ -50,10 +50,11 @@ from typing import Protocol
 import numpy as np
 
 from orchestrator import __version__
+from orchestrator.coords import PASS, to_index
 from orchestrator.dataset.dedup import SeenPositions
 from orchestrator.dataset.samples import (
-    AREA,
     ORIGIN_NAMES,
+    SIZE,
     GameRead,
     Positions,
     read_file,
@@ -386,7 +387,7 @@ def build(
             "inputs": [str(p) for p in inputs],
             "provenance_manifest": str(provenance) if provenance is not None else None,
             "options": dataclasses.asdict(options),
-            "pass_move": AREA,
+            "pass_move": to_index(PASS, SIZE),
             "fields": {name: {"dtype": dtype.name, "shape": list(shape)} for name, (
                 dtype, shape) in {**FIELDS, **(join.fields if join else {})}.items()},
             "counts": builder.counts.as_dict(),

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.coords import PASS
+from orchestrator.coords import PASS, to_index
 from orchestrator.recordings import MoveOrigin, move_origin
 from orchestrator.rules import IllegalMove
 from orchestrator.rules.board import neighbours_table
@@ -69,7 +69,7 @@ class Positions:
 
     board: np.ndarray  # uint8 (n, 19, 19): 0 empty, 1 black, 2 white, row 0 at the top
     to_play: np.ndarray  # uint8 (n,): 1 black, 2 white
-    move: np.ndarray  # int16 (n,): row * 19 + col, PASS_MOVE for a pass
+    move: np.ndarray  # int16 (n,): coords index, row * 19 + col, 361 for a pass
     move_number: np.ndarray  # int32 (n,): 1-based (int16 in the shards)
     ko: np.ndarray  # int16 (n,): the board's ko point, -1 for none
     tactical: np.ndarray  # uint8 (n,): Tactics bits of the move
@@ -186,7 +186,7 @@ def _positions(game: SgfGame) -> Positions:
     return Positions(
         board=np.frombuffer(bytes(boards), np.uint8).reshape(n, SIZE, SIZE),
         to_play=np.array([m.color for m in moves], np.uint8),
-        move=np.array([AREA if m.point == PASS else m.point for m in moves], np.int16),
+        move=np.array([to_index(m.point, SIZE) for m in moves], np.int16),
         move_number=np.arange(1, n + 1, dtype=np.int32),
         ko=np.frombuffer(ko, np.int16),
         tactical=np.frombuffer(tactical, np.uint8),

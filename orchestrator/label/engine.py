@@ -10,8 +10,8 @@ Coordinates and perspective, as this module reports them:
 
 - moves go out as GTP vertices (``coords.to_gtp``) or ``"pass"``; moves that come back
   (``MoveInfo.move``, ``pv``) are go19 points, ``PASS`` for a pass;
-- ``policy`` has ``size * size + 1`` values; index ``point`` is that point (row-major from
-  A19, row 0 at the top, exactly go19's point numbering) and the last value is the pass;
+- ``policy`` has ``size * size + 1`` values, one per ``coords`` index (the point itself,
+  row-major from A19, row 0 at the top, and the pass last);
   ``-1`` marks an illegal point; the legal values sum to 1;
 - ``ownership`` has ``size * size`` values, +1 Black's, -1 White's;
 - winrate and scoreLead are Black's (the config says ``reportAnalysisWinratesAs = BLACK``),
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import trio
 
-from orchestrator.coords import PASS, from_gtp, to_gtp
+from orchestrator.coords import from_gtp, from_index, to_gtp, to_index
 from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.game import Move
 
@@ -111,14 +111,13 @@ class AnalysisResponse:
             return self.move_infos[0].move
         if self.policy is None:
             raise ValueError(f"query {self.id} turn {self.turn}: no moves and no policy")
-        index = int(np.argmax(self.policy))
-        return PASS if index == self.size * self.size else index
+        return from_index(int(np.argmax(self.policy)), self.size)
 
     def policy_of(self, point: int) -> float:
         """The raw policy of a point (or PASS); -1 for an illegal point."""
         if self.policy is None:
             raise ValueError(f"query {self.id} was sent without includePolicy")
-        return float(self.policy[self.size * self.size if point == PASS else point])
+        return float(self.policy[to_index(point, self.size)])
 
 
 def _parse_move_info(info: Mapping[str, Any], size: int) -> MoveInfo:

@@ -36,7 +36,6 @@ from orchestrator.label.games import LabelGame, game_ident
 
 FORMAT = "go19-labels/1"
 MANIFEST = "labels.json"
-PASS_INDEX = AREA  # best_move and policy index of a pass, as the dataset's moves
 
 # Per position: name -> (dtype, shape of one position).
 FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
@@ -47,7 +46,7 @@ FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
     "key": (np.dtype(np.uint64), ()),  # the dataset build's dedup key of the position
     "history": (np.dtype(np.uint8), ()),  # 0: sent as a bare board after mid-game setup
     "policy": (np.dtype(np.float32), (AREA + 1,)),  # raw policy, pass last, -1 illegal
-    "best_move": (np.dtype(np.int16), ()),  # row * 19 + col, 361 = pass
+    "best_move": (np.dtype(np.int16), ()),  # coords index: row * 19 + col, 361 = pass
     "winrate": (np.dtype(np.float32), ()),  # Black's
     "score_lead": (np.dtype(np.float32), ()),  # Black's lead in points
     "visits": (np.dtype(np.int32), ()),
