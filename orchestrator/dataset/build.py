@@ -69,7 +69,7 @@ from orchestrator.dataset.shards import (
     ShardWriter,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
-from orchestrator.files import atomic_write, sha256_file
+from orchestrator.files import atomic_write, fsync_dir, sha256_file
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
 
@@ -342,6 +342,7 @@ def _publish(partial: Path, out: Path) -> None:
     elif out.exists():
         out.rmdir()
     os.replace(partial, out)
+    fsync_dir(out.parent)  # the rename is what publishes the dataset: make it durable
     if old is not None:
         shutil.rmtree(old)
 
