@@ -1,8 +1,9 @@
-"""File writes that matter: whole or not at all.
+"""File I/O shared by every job.
 
-A write goes to a temporary file beside its target, is flushed to disk, and is
-renamed over the target (then the folder is synced), so a kill or a full disk at
-any moment leaves either the old file or the new one, never a part.
+Writes that matter are whole or not at all: a write goes to a temporary file beside
+its target, is flushed to disk, and is renamed over the target (then the folder is
+synced), so a kill or a full disk at any moment leaves either the old file or the new
+one, never a part. Reads: JSON manifests and SGF files, with one-line errors.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from orchestrator.sgf import SgfGame, Unreadable, read_games
 
 
 @contextmanager
@@ -88,3 +91,15 @@ def read_manifest(path: Path, fmt: str, error: type[Exception], what: str) -> di
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
         raise error(f"{path}: not a {fmt} manifest")
     return manifest
+
+
+def read_sgf_file(path: str | os.PathLike[str], *, require_size: int | None = None
+                  ) -> list[SgfGame]:
+    """Every game of an SGF file; raises an :class:`~orchestrator.sgf.SgfError` naming
+    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise Unreadable.from_os_error(exc, os.fspath(path)) from None
+    return read_games(data, require_size=require_size, path=os.fspath(path))

@@ -23,7 +23,7 @@ import numpy as np
 from orchestrator import __version__
 from orchestrator.collect.referee import GameOutcome
 from orchestrator.collect.sgf_record import recorded_game_sgf
-from orchestrator.files import append_line, atomic_write
+from orchestrator.files import append_line, atomic_write, read_sgf_file
 from orchestrator.recordings import (
     CORRUPT_DIR,
     JOURNAL,
@@ -37,7 +37,7 @@ from orchestrator.recordings import (
     sgf_name,
     sgf_paths,
 )
-from orchestrator.sgf import SgfError, read_games
+from orchestrator.sgf import SgfError
 
 __all__ = ["JOURNAL", "RUN_FILE", "Recorder", "RecordingError", "append_line", "utc_stamp"]
 
@@ -196,7 +196,7 @@ class Recorder:
     @staticmethod
     def _record_from_sgf(path: Path) -> JournalRecord | None:
         try:
-            record = record_from_sgf(read_games(path.read_bytes())[0])
-        except (OSError, SgfError, RecordError):
+            record = record_from_sgf(read_sgf_file(path)[0])
+        except (SgfError, RecordError):
             return None
         return record if record.sgf == path.name else None

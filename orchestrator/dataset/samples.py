@@ -1,7 +1,7 @@
 """One SGF file in, every game's positions out: the part of a build that runs in workers.
 
-A game is read with :func:`orchestrator.sgf.read_games` and replayed with
-:func:`orchestrator.sgf.replay_positions`, the code ``go19 replay`` runs, so a game
+A game is read with :func:`orchestrator.files.read_sgf_file` and replayed with
+:func:`orchestrator.rules.replay.replay_positions`, the code ``go19 replay`` runs, so a game
 is rejected here exactly when ``go19 replay --require-19`` rejects it and for the same
 reason (:attr:`SgfError.kind`). Every move of a game that replays to the end becomes
 one row of :class:`Positions`; choosing which rows become samples happens later, in
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.coords import PASS, to_index
+from orchestrator.files import read_sgf_file
 from orchestrator.recordings import MoveOrigin, move_origin
 from orchestrator.rules import IllegalMove
 from orchestrator.rules.board import neighbours_table
+from orchestrator.rules.replay import replay_positions
 from orchestrator.rules.tactics import Tactics, classify
 from orchestrator.sgf import (
     BLACK_PLAYER_PROP,
@@ -36,8 +37,6 @@ from orchestrator.sgf import (
     WHITE_PLAYER_PROP,
     SgfError,
     SgfGame,
-    read_games,
-    replay_positions,
 )
 
 SIZE = 19
@@ -99,24 +98,14 @@ class GameRead:
     black: str = ""
     white: str = ""
     result: str = ""
-    winner: int = 0  # 1 black, 2 white, 0 draw or unknown
+    winner: int = 0  # 1 black, 2 white, 0 draw or unknown (SgfGame.winner)
+    komi: float = 0.0
+    setup_at: tuple[int, ...] = ()  # before_move of each setup (AB/AW/AE) on the main line
     moves: int = 0
     run: str | None = None
     game: str | None = None
     players: dict | None = None  # go19 recordings: GOXIXB / GOXIXW metadata
     positions: Positions | None = None
-
-
-_WINNER_RE = re.compile(r"\s*([BW])\s*\+", re.I)
-
-
-def winner_of(result: str) -> int:
-    """1 or 2 from ``RE`` values like ``B+R``, ``W+3.5``, ``B+Time``; 0 for a draw,
-    no result, or anything that does not name a winner with ``+``."""
-    match = _WINNER_RE.match(result)
-    if match is None:
-        return 0
-    return 1 if match.group(1).upper() == "B" else 2
 
 
 def origin_of(source: str | None) -> int:
@@ -213,9 +202,9 @@ def _game_read(path: str, game: SgfGame) -> GameRead:
                    "white": _metadata(props.get(WHITE_PLAYER_PROP))}
     common = dict(
         path=path, game_index=game.game_index, sha1=game.sha1, black=game.black_name,
-        white=game.white_name, result=game.result, winner=winner_of(game.result),
-        moves=len(game.moves), run=props.get(RUN_PROP), game=props.get(GAME_PROP),
-        players=players,
+        white=game.white_name, result=game.result, winner=game.winner, komi=game.komi,
+        setup_at=tuple(s.before_move for s in game.setup), moves=len(game.moves),
+        run=props.get(RUN_PROP), game=props.get(GAME_PROP), players=players,
     )
     if props.get(VOID_PROP, "").strip() not in ("", "0"):
         return GameRead(status="void", **common)
@@ -235,7 +224,7 @@ def read_file(path: str | Path) -> list[GameRead]:
     rejected entry with the reason ``go19 replay --require-19`` gives."""
     path = str(path)
     try:
-        games = read_games(path, require_size=SIZE)
+        games = read_sgf_file(path, require_size=SIZE)
     except SgfError as exc:
         return [GameRead(path=path, game_index=None, status="rejected", reason=exc.kind,
                          detail=exc.reason, at_move=getattr(exc, "move", None))]

@@ -162,7 +162,8 @@ def _letter(color: int) -> str:
     return _COLOR_LETTERS[color]
 
 
-def _stones(moves: Sequence[Move], size: int) -> list[list[str]]:
+def _gtp_moves(moves: Sequence[Move], size: int) -> list[list[str]]:
+    """Moves (or stones) as KataGo's JSON pairs: ``[["B", "Q16"], ["W", "pass"]]``."""
     return [[_letter(m.color), to_gtp(m.point, size)] for m in moves]
 
 
@@ -184,8 +185,8 @@ def game_query(
     turn, 0 (before the first move) to ``len(moves)`` (after the last)."""
     turns = range(len(moves) + 1) if analyze_turns is None else analyze_turns
     query: dict[str, Any] = {
-        "moves": _stones(moves, size),
-        "initialStones": _stones(initial_stones, size),
+        "moves": _gtp_moves(moves, size),
+        "initialStones": _gtp_moves(initial_stones, size),
         "rules": rules if isinstance(rules, str) else dict(rules),
         "komi": komi,
         "boardXSize": size,

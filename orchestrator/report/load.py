@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.files import read_sgf_file
 from orchestrator.recordings import (
     JOURNAL,
     RECORD_PROP,
@@ -26,7 +27,7 @@ from orchestrator.recordings import (
     sgf_paths,
 )
 from orchestrator.rules.board import BLACK, WHITE
-from orchestrator.sgf import SgfError, SgfGame, SgfMove, read_games
+from orchestrator.sgf import SgfError, SgfMove
 
 __all__ = ["ColourMoves", "GameData", "RunData", "Warn", "is_run_dir", "load_run", "load_runs"]
 
@@ -93,18 +94,6 @@ def _check_moves(path: Path, moves: tuple[SgfMove, ...], line: JournalRecord, wh
     return _colour_moves(moves)
 
 
-def _first_game(path: Path) -> SgfGame:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SgfError(f"cannot read: {exc.strerror or exc}", str(path)) from None
-    try:
-        return read_games(data)[0]
-    except SgfError as exc:
-        exc.path = str(path)
-        raise
-
-
 def _read_sgf(run_dir: Path, line: JournalRecord, where: str, warn: Warn) -> dict | None:
     path = _find_sgf(run_dir, line)
     if path is None:
@@ -112,7 +101,7 @@ def _read_sgf(run_dir: Path, line: JournalRecord, where: str, warn: Warn) -> dic
              "moves asked are estimated from the journal")
         return None
     try:
-        game = _first_game(path)
+        game = read_sgf_file(path)[0]
     except SgfError as exc:
         warn(f"{exc}; moves asked for game {line.game} are estimated from the journal")
         return None
@@ -123,7 +112,7 @@ def _rebuild(path: Path, warn: Warn) -> GameData | None:
     """A game whose SGF is in place but whose journal line is not (a run killed between
     the two writes): the line is the copy in the SGF's root."""
     try:
-        game = _first_game(path)
+        game = read_sgf_file(path)[0]
     except SgfError as exc:
         warn(f"{exc}; no {JOURNAL} line either, game left out")
         return None

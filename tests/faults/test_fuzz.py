@@ -39,7 +39,8 @@ from orchestrator.protocol.go19 import (
 )
 from orchestrator.render import render_png
 from orchestrator.rules.board import BLACK, WHITE, Board
-from orchestrator.sgf import SgfError, SgfGame, SgfMove, read_games, replay_positions, write_sgf
+from orchestrator.rules.replay import replay_positions
+from orchestrator.sgf import SgfError, SgfGame, SgfMove, read_games, write_sgf
 from tests.conftest import REAL_SGF, requires_real_sgf
 
 LIMITS = Limits(allowed_sizes=frozenset({9, 13, 19}))

@@ -12,6 +12,7 @@ from sgfmill import sgf as sgfmill_sgf
 
 from orchestrator import __version__
 from orchestrator.coords import PASS
+from orchestrator.files import read_sgf_file
 from orchestrator.rules import BLACK, WHITE
 from orchestrator.sgf import (
     END_PROP,
@@ -188,7 +189,7 @@ def test_real_files_rewrite_to_a_fixed_point() -> None:
     rewritten = 0
     for path in sorted(p for p in REAL_SGF.rglob("*") if p.suffix.lower() == ".sgf"):
         try:
-            games = read_games(path)
+            games = read_sgf_file(path)
         except SgfError:
             continue
         for game in games:
