@@ -15,7 +15,6 @@ groups' liberties before the move, and builds the arrays once per game.
 from __future__ import annotations
 
 import json
-import random
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,17 +50,6 @@ ORIGIN_NAMES = {code: name for name, code in _ORIGIN_CODES.items() if code != PO
 _CAPTURE, _ATARI, _ESCAPE = int(Tactics.CAPTURE), int(Tactics.ATARI), int(Tactics.ESCAPE)
 
 
-def _side_ko_keys() -> tuple[int, ...]:
-    """Random 64-bit keys per (side to move, ko point + 1), XORed into the board's
-    Zobrist hash: two positions share a key only if stones, side and ko all match
-    (or with probability 2**-64). Fixed seed: keys must agree across processes and runs."""
-    rng = random.Random(0x19_DA7A)
-    return tuple(rng.getrandbits(64) for _ in range(3 * (AREA + 1)))
-
-
-_SIDE_KO = _side_ko_keys()
-
-
 @dataclass(frozen=True, slots=True)
 class Positions:
     """Rows, one per move, in move order: the position just before the move and the move."""
@@ -73,7 +61,7 @@ class Positions:
     ko: np.ndarray  # int16 (n,): the board's ko point, -1 for none
     tactical: np.ndarray  # uint8 (n,): Tactics bits of the move
     origin: np.ndarray  # uint8 (n,): POLICY, OPENING or FALLBACK
-    key: np.ndarray  # uint64 (n,): dedup key of (stones, side to move, ko point)
+    key: np.ndarray  # uint64 (n,): Board.position_key (stones, side to move, ko point)
 
     def __len__(self) -> int:
         return len(self.move)
@@ -124,7 +112,6 @@ def _positions(game: SgfGame) -> Positions:
     stones resync the mirror; after the last move it must equal the rules board.
     """
     adj = neighbours_table(SIZE)
-    side_ko = _SIDE_KO
     resync = {setup.before_move + 1 for setup in game.setup}
     mirror = bytearray(AREA)
     boards = bytearray()
@@ -138,9 +125,8 @@ def _positions(game: SgfGame) -> Positions:
             mirror[:] = bytes(board.stones)
         boards += mirror
         color, point = played.color, played.point
-        ko_point = -1 if board.ko_point is None else board.ko_point
-        ko.append(ko_point)
-        keys.append(board.hash ^ side_ko[color * (AREA + 1) + ko_point + 1])
+        ko.append(-1 if board.ko_point is None else board.ko_point)
+        keys.append(board.position_key(color))
         bits = 0
         if point != PASS:
             stones = board.stones
