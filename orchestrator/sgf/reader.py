@@ -1,4 +1,5 @@
-"""Steps 2 and 3 of reading (see :mod:`orchestrator.sgf`): bytes in, games out."""
+"""Step 3 of reading (see :mod:`orchestrator.sgf`): main-line nodes to typed games, and
+:func:`read_games`, which runs the three steps: bytes in, games out."""
 
 from __future__ import annotations
 
