@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 
 from orchestrator.collect.referee import GameOutcome
 from orchestrator.recordings import (
-    OPENING,
     RECORD_PROP,
     JournalRecord,
     fallback_reason,
@@ -32,10 +31,10 @@ RULES = "Chinese"  # area scoring, suicide forbidden; the referee adds positiona
 
 
 def _comment(source: str | None, name: str) -> str | None:
-    origin = move_origin(source)
-    if origin == "own":
+    """The human-readable ``C[]`` beside a move's source mark."""
+    if source is None:
         return None
-    if origin == OPENING:
+    if move_origin(source) == "opening":
         return "opening move (not the player's own)"
     return f"fallback: {name} {fallback_reason(source)}; the heuristic AI played this move"
 

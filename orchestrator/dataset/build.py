@@ -347,6 +347,30 @@ def _publish(partial: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
+def _manifest(builder: _Builder, folder: Path, inputs: list[Path],
+              provenance: str | os.PathLike[str] | None, options: BuildOptions,
+              join: Join | None) -> dict:
+    """``manifest.json`` of a finished build (the caller adds ``build`` and ``labels``)."""
+    return {
+        "format": FORMAT,
+        "go19_version": __version__,
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "inputs": [str(p) for p in inputs],
+        "provenance_manifest": str(provenance) if provenance is not None else None,
+        "options": dataclasses.asdict(options),
+        "pass_move": to_index(PASS, SIZE),
+        "fields": {name: {"dtype": dtype.name, "shape": list(shape)} for name, (
+            dtype, shape) in {**FIELDS, **(join.fields if join else {})}.items()},
+        "counts": builder.counts.as_dict(),
+        "dedup": {"enabled": options.dedup,
+                  "key": "64-bit Zobrist hash of stones ^ key(side to move, ko point)",
+                  "index_bytes": builder.seen.nbytes if builder.seen is not None else 0},
+        "games": {"file": GAMES, "rows": builder.rows,
+                  "sha256": sha256_file(folder / GAMES)},
+        "shards": builder.writer.shards,
+    }
+
+
 def build(
     inputs: Iterable[str | os.PathLike[str]],
     out: str | os.PathLike[str],
@@ -381,25 +405,9 @@ def build(
             if progress is not None and n % 1000 == 0:
                 progress(builder.counts)
         builder.finish()
-        manifest = {
-            "format": FORMAT,
-            "go19_version": __version__,
-            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "inputs": [str(p) for p in inputs],
-            "provenance_manifest": str(provenance) if provenance is not None else None,
-            "options": dataclasses.asdict(options),
-            "pass_move": to_index(PASS, SIZE),
-            "fields": {name: {"dtype": dtype.name, "shape": list(shape)} for name, (
-                dtype, shape) in {**FIELDS, **(join.fields if join else {})}.items()},
-            "counts": builder.counts.as_dict(),
-            "dedup": {"enabled": options.dedup,
-                      "key": "64-bit Zobrist hash of stones ^ key(side to move, ko point)",
-                      "index_bytes": builder.seen.nbytes if builder.seen is not None else 0},
-            "games": {"file": GAMES, "rows": builder.rows,
-                      "sha256": sha256_file(partial / GAMES)},
-            "shards": builder.writer.shards,
-            "build": {"workers": workers, "seconds": round(time.monotonic() - started, 3)},
-        }
+        manifest = _manifest(builder, partial, inputs, provenance, options, join)
+        manifest["build"] = {"workers": workers,
+                             "seconds": round(time.monotonic() - started, 3)}
         if join is not None:
             manifest["labels"] = join.summary()
         atomic_write(partial / MANIFEST,
