@@ -25,7 +25,7 @@ from orchestrator.coords import PASS, to_index
 from orchestrator.files import read_sgf_file
 from orchestrator.recordings import MoveOrigin, move_origin
 from orchestrator.rules import IllegalMove
-from orchestrator.rules.board import neighbours_table
+from orchestrator.rules.board import Board, neighbours_table
 from orchestrator.rules.replay import replay_positions
 from orchestrator.rules.tactics import Tactics, classify
 from orchestrator.sgf import (
@@ -100,6 +100,37 @@ def origin_of(source: str | None) -> int:
     return _ORIGIN_CODES[move_origin(source)]
 
 
+def _place(board: Board, mirror: bytearray, around: tuple[int, ...], color: int,
+           point: int) -> int:
+    """Put the move on the mirror (its stone down, opponent groups in atari off) and
+    return its tactics bits, from the rules board as it is before the move."""
+    bits = 0
+    stones = board.stones
+    own_in_atari = False
+    mirror[point] = color
+    for q in around:
+        s = stones[q]
+        if not s:
+            continue
+        group = board.group_at(q)
+        liberties = len(group.liberties)
+        if s != color:
+            if liberties == 1:
+                bits |= _CAPTURE
+                for stone in group.stones:
+                    mirror[stone] = 0
+            elif liberties == 2:
+                bits |= _ATARI
+        elif liberties == 1:
+            own_in_atari = True
+    if own_in_atari:
+        try:
+            bits |= int(classify(board, color, point)) & _ESCAPE
+        except IllegalMove:
+            pass  # the replay rejects the move next; nothing of this game is kept
+    return bits
+
+
 def _positions(game: SgfGame) -> Positions:
     """Replay ``game`` and keep every position; raises the replay's SgfError.
 
@@ -127,31 +158,7 @@ def _positions(game: SgfGame) -> Positions:
         color, point = played.color, played.point
         ko.append(-1 if board.ko_point is None else board.ko_point)
         keys.append(board.position_key(color))
-        bits = 0
-        if point != PASS:
-            stones = board.stones
-            own_in_atari = False
-            mirror[point] = color
-            for q in adj[point]:
-                s = stones[q]
-                if not s:
-                    continue
-                group = board.group_at(q)
-                liberties = len(group.liberties)
-                if s != color:
-                    if liberties == 1:
-                        bits |= _CAPTURE
-                        for stone in group.stones:
-                            mirror[stone] = 0
-                    elif liberties == 2:
-                        bits |= _ATARI
-                elif liberties == 1:
-                    own_in_atari = True
-            if own_in_atari:
-                try:
-                    bits |= int(classify(board, color, point)) & _ESCAPE
-                except IllegalMove:
-                    pass  # the replay rejects the move next; nothing of this game is kept
+        bits = 0 if point == PASS else _place(board, mirror, adj[point], color, point)
         tactical.append(bits)
     n = len(ko)
     if live is not None and all(s.before_move < n for s in game.setup) \
