@@ -3,6 +3,7 @@ read line by line, the record an SGF carries, records as rated games."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,30 @@ def test_records_become_rated_games_and_counts() -> None:
                           record(2, "black", pair=0, black="b", white="a")])
     counts = head_to_head(paired, "a", "b")
     assert counts == Pentanomial(wl_dd=1)  # one pair, each side won with Black
+
+
+def test_the_line_written_is_the_line_go19_always_wrote() -> None:
+    # docs/formats.md's games.jsonl line, in the order and spelling the recorder wrote
+    # before the model existed (json.dumps with compact separators).
+    line = {
+        "run": "demo-1", "game": 7, "slot": 6, "sgf": "baduk-20261129-171000-00007.sgf",
+        "void": False, "black": "r5", "white": "gnugo",
+        "players": {"gnugo": {"kind": "gtp"}, "r5": {"kind": "go19", "endpoint": "h:1"}},
+        "size": 19, "komi": 7.5, "handicap": 0, "result": "W+R", "winner": "white",
+        "reason": "resign", "score": None, "moves": 212,
+        "opening": {"id": "book-3", "plies": 4, "pair": 3},
+        "fallbacks": {"gnugo": {}, "r5": {"timeout": 2}}, "illegal": {"gnugo": 0, "r5": 0},
+        "latency_ms": {"gnugo": {"n": 0, "p50": None, "p95": None, "max": None},
+                       "r5": {"n": 104, "p50": 410.5, "p95": 980.0, "max": 1500.25}},
+        "started": "2026-11-29T17:05:00Z", "finished": "2026-11-29T17:10:00Z",
+    }
+    written = json.dumps(line, separators=(",", ":"))
+    assert JournalRecord.model_validate(line).to_json() == written
+    assert parse_record(written).as_dict() == line
+
+
+def test_old_lines_without_slot_or_handicap_still_read() -> None:
+    old = json.loads(record(1).to_json())
+    del old["slot"], old["handicap"]
+    back = parse_record(json.dumps(old))
+    assert (back.slot, back.handicap, back.game) == (None, 0, 1)
