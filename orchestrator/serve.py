@@ -19,7 +19,7 @@ has no resign, so an engine that resigns is answered as a pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -88,8 +88,8 @@ class RandomEngine(ChooserEngine):
         super().__init__(RandomChooser(seed))
 
 
-class PlayerPoolEngine:
-    """Stateful players (GTP engine processes) as one engine, one request per player.
+class PlayerEngine:
+    """A player (a :class:`PlayerPool` of GTP engine processes) as an engine.
 
     Each request becomes a fresh :class:`Game` whose stones are setup stones, so a
     player brings itself up to date from scratch (GTP: ``clear_board`` and a
@@ -97,30 +97,19 @@ class PlayerPoolEngine:
     no stone is captured on the way). Size the pool to the server's slots.
     """
 
-    def __init__(self, players: Sequence[Player], komi: float = 7.5) -> None:
-        if not players:
-            raise ValueError("a player pool needs at least one player")
-        self._players = list(players)
-        self._free = list(players)
-        self._turn = trio.Semaphore(len(players))
+    def __init__(self, player: Player, komi: float = 7.5) -> None:
+        self._player = player
         self.komi = komi
 
     async def genmove(self, board: np.ndarray, color: int) -> int:
-        size = board.shape[0]
         position(board)  # refuse impossible positions before an engine sees them
-        game = Game(size=size, komi=self.komi)
+        game = Game(size=board.shape[0], komi=self.komi)
         black, white = stone_points(board)
         game.setup(black=black, white=white, to_play=color)
-        async with self._turn:
-            player = self._free.pop()
-            try:
-                return await player.genmove(game)
-            finally:
-                self._free.append(player)
+        return await self._player.genmove(game)
 
     async def aclose(self) -> None:
-        for player in self._players:
-            await player.aclose()
+        await self._player.aclose()
 
 
 @dataclass

@@ -22,8 +22,8 @@ from orchestrator.players.base import Player
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.players.player_pool import PlayerPool
 from orchestrator.players.random_player import RandomPlayer
-from orchestrator.rules.game import Game
 from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
 
 
@@ -44,45 +44,71 @@ class PlayerHandle:
         return self.meta.get("endpoint") or self.meta.get("command") or self.meta["kind"]
 
 
-class GtpPool:
-    """Several engine processes behind one player name. GTP engines hold the
-    game state, so a request goes to the process that last played this game
-    when it is free (it then only needs the new moves), else to any free one
-    (which replays the game first)."""
-
-    def __init__(self, name: str, command: str, instances: int, log_dir: Path) -> None:
-        self.name = name
-        self._engines = [
-            GtpPlayer(f"{name}#{i}", command, stderr_log=log_dir / f"{name}-{i}.stderr.log")
-            for i in range(instances)
-        ]
-        self._free = list(self._engines)
-        self._last_game: dict[int, int] = {}  # id(engine) -> id(game)
-        self._limiter = trio.Semaphore(instances)
-
-    async def genmove(self, game: Game) -> int:
-        async with self._limiter:
-            engine = next(
-                (e for e in self._free if self._last_game.get(id(e)) == id(game)), self._free[-1]
-            )
-            self._free.remove(engine)
-            self._last_game[id(engine)] = id(game)
-            try:
-                return await engine.genmove(game)
-            finally:
-                self._free.append(engine)
-
-    async def aclose(self) -> None:
-        for engine in self._engines:
-            await engine.aclose()
-
-
 def _prefixed(
     sink: Callable[[str], None] | None, name: str
 ) -> Callable[[str], None] | None:
     if sink is None:
         return None
     return lambda text: sink(f"{name}: {text}")
+
+
+async def _embedded_replica(
+    spec: Go19PlayerSpec, size: int, nursery: trio.Nursery
+) -> tuple[str, int]:
+    """Start the embedded server of ``spec`` on a free loopback port."""
+    emb = spec.embedded
+    assert emb is not None
+    engine = (
+        HeuristicEngine(seed=emb.seed, level=emb.level)
+        if emb.engine == "heuristic"
+        else RandomEngine(seed=emb.seed)
+    )
+    port = await nursery.start(
+        lambda task_status: serve_go19(
+            engine, "127.0.0.1", 0, slots=spec.slots, delay_ms=emb.delay_ms,
+            allowed_sizes=(size,), task_status=task_status,
+            # Our own client opens up to `slots` connections at once (more while closed
+            # ones wind down): never refuse one of them.
+            max_connections=max(256, 2 * spec.slots),
+        )
+    )
+    return ("127.0.0.1", port)
+
+
+async def _go19_handle(
+    name: str,
+    spec: Go19PlayerSpec,
+    matchup: Matchup,
+    nursery: trio.Nursery,
+    on_event: Callable[[str], None] | None,
+) -> PlayerHandle:
+    size = matchup.game.size
+    if spec.embedded is not None:
+        replicas = [await _embedded_replica(spec, size, nursery)]
+    else:
+        replicas = [parse_hostport(r) for r in spec.replicas]
+    endpoint = Go19Endpoint(
+        replicas,
+        slots_per_replica=spec.slots,
+        connect_timeout=matchup.game.connect_timeout_s,
+        allowed_sizes=(size,),
+        on_event=_prefixed(on_event, name),
+        nursery=nursery,  # down replicas are probed for as long as the run lasts
+    )
+    meta = {
+        "kind": "go19",
+        "adapter": spec.adapter,
+        "model": spec.model,
+        "endpoint": ",".join(f"{h}:{p}" for h, p in replicas),
+        "embedded": spec.embedded.model_dump() if spec.embedded else None,
+    }
+    return PlayerHandle(
+        name,
+        Go19Player(endpoint, name=name, image_px=spec.image_px),
+        meta,
+        endpoint=endpoint,
+        is_down=endpoint.is_down,
+    )
 
 
 async def open_players(
@@ -100,58 +126,16 @@ async def open_players(
     handles: dict[str, PlayerHandle] = {}
     for name, spec in matchup.players.items():
         if isinstance(spec, Go19PlayerSpec):
-            if spec.embedded is not None:
-                emb = spec.embedded
-                engine = (
-                    HeuristicEngine(seed=emb.seed, level=emb.level)
-                    if emb.engine == "heuristic"
-                    else RandomEngine(seed=emb.seed)
-                )
-                port = await nursery.start(
-                    lambda task_status, engine=engine, emb=emb, spec=spec: serve_go19(
-                        engine,
-                        "127.0.0.1",
-                        0,
-                        slots=spec.slots,
-                        # Our own client opens up to `slots` connections at once (more
-                        # while closed ones wind down): never refuse one of them.
-                        max_connections=max(256, 2 * spec.slots),
-                        delay_ms=emb.delay_ms,
-                        allowed_sizes=(matchup.game.size,),
-                        task_status=task_status,
-                    )
-                )
-                replicas = [("127.0.0.1", port)]
-            else:
-                replicas = [parse_hostport(r) for r in spec.replicas]
-            endpoint = Go19Endpoint(
-                replicas,
-                slots_per_replica=spec.slots,
-                connect_timeout=matchup.game.connect_timeout_s,
-                allowed_sizes=(matchup.game.size,),
-                on_event=_prefixed(on_event, name),
-                nursery=nursery,  # down replicas are probed for as long as the run lasts
-            )
-            meta = {
-                "kind": "go19",
-                "adapter": spec.adapter,
-                "model": spec.model,
-                "endpoint": ",".join(f"{h}:{p}" for h, p in replicas),
-                "embedded": spec.embedded.model_dump() if spec.embedded else None,
-            }
-            handles[name] = PlayerHandle(
-                name,
-                Go19Player(endpoint, name=name, image_px=spec.image_px),
-                meta,
-                endpoint=endpoint,
-                is_down=endpoint.is_down,
-            )
+            handles[name] = await _go19_handle(name, spec, matchup, nursery, on_event)
         elif isinstance(spec, GtpPlayerSpec):
             log_dir.mkdir(parents=True, exist_ok=True)
+            engines = [
+                GtpPlayer(f"{name}#{i}", spec.command,
+                          stderr_log=log_dir / f"{name}-{i}.stderr.log")
+                for i in range(spec.instances)
+            ]
             handles[name] = PlayerHandle(
-                name,
-                GtpPool(name, spec.command, spec.instances, log_dir),
-                {"kind": "gtp", "command": spec.command},
+                name, PlayerPool(name, engines), {"kind": "gtp", "command": spec.command}
             )
         elif isinstance(spec, HeuristicPlayerSpec):
             handles[name] = PlayerHandle(

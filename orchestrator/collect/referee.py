@@ -15,6 +15,7 @@ import trio
 from orchestrator.coords import PASS
 from orchestrator.players.base import RESIGN, Player, PlayerError
 from orchestrator.players.heuristic import HeuristicChooser
+from orchestrator.recordings import OPENING, fallback_source
 from orchestrator.rules.board import BLACK, WHITE, IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.rules.scoring import result_string
@@ -209,7 +210,7 @@ class _Referee:
         point = self.opening_move()
         if point is not None:
             game.play(point)
-            return SgfMove(color, point, "opening")
+            return SgfMove(color, point, OPENING)
         answer = await self.ask(self.names[color])
         failure = answer.failure
         if failure is None and answer.point == RESIGN:
@@ -225,7 +226,7 @@ class _Referee:
             return "void"
         game.play(point)
         # An illegal answer was still an answer: its latency stays on the node.
-        return SgfMove(color, point, f"fallback:{failure}", ms=answer.latency_ms)
+        return SgfMove(color, point, fallback_source(failure), ms=answer.latency_ms)
 
     async def play(self) -> RefereedGame:
         started = time.time()

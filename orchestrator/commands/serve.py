@@ -10,10 +10,11 @@ import sys
 import trio
 
 from orchestrator.players.gtp import GtpPlayer
+from orchestrator.players.player_pool import PlayerPool
 from orchestrator.serve import (
     Engine,
     HeuristicEngine,
-    PlayerPoolEngine,
+    PlayerEngine,
     RandomEngine,
     serve_go19,
 )
@@ -65,7 +66,7 @@ def make_engine(spec: str, slots: int, seed: int | None, level: int, komi: float
         if shutil.which(argv[0]) is None:
             raise ValueError(f"GTP engine {argv[0]!r} not found or not executable")
         players = [GtpPlayer(f"gtp#{i}", argv) for i in range(slots)]
-        return PlayerPoolEngine(players, komi=komi)
+        return PlayerEngine(PlayerPool("gtp", players), komi=komi)
     raise ValueError(f"unknown engine {spec!r}; expected {ENGINE_HELP}")
 
 

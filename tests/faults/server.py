@@ -96,6 +96,9 @@ REASON: dict[str, str | None] = {
 }
 REQUEST_FAULTS = tuple(kind for kind in REASON if kind not in ("honest", "double-reply"))
 ILLEGAL = ("occupied", "suicide", "superko")
+# What makes a connection that never answered count as a failed connect for the client.
+BREAKS_NEW = ("close-mid-frame", "reset-mid-frame", "close-before-reply", "wrong-magic",
+              "wrong-length", "off-board")
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,10 @@ class Plan:
     # For illegal faults: the chance to answer one whenever the board has such a point
     # (kos are rare, so drawing superko blindly would almost never find one).
     eager: Mapping[str, float] = field(default_factory=dict)
+    # Never break a new connection (hang up, cut a reply short, send garbage) before its
+    # first reply; such a draw is answered honestly there. The client counts those
+    # failures like refused connects and backs off, so a player's steady replica needs this.
+    keeps_new_connections: bool = False
 
     def __post_init__(self) -> None:
         unknown = (set(self.weights) - set(REASON)) | (set(self.eager) - set(ILLEGAL))
@@ -223,6 +230,7 @@ class FaultServer:
         self.faults: Counter[str] = Counter()  # what was done, by fault kind
         self.skipped: Counter[str] = Counter()  # illegal faults this board had no point for
         self.retried = 0
+        self.strays = 0  # stray replies sent (double-reply)
         self.answered: list[tuple[bytes, int]] = []  # (board, point) of every move sent
         self.requests = 0
         self.connections = 0
@@ -358,6 +366,8 @@ class FaultServer:
         kind, point = self._eager(position, side, history)
         if kind is None:
             kind = self._rng.choices(self._kinds, self._weights)[0]
+            if kind in BREAKS_NEW and self.plan.keeps_new_connections and not conn.replies:
+                kind = "honest"
         if kind in ILLEGAL and point is None:
             point = self._illegal(kind, position, side, history)
             if point is None:
@@ -385,6 +395,7 @@ class FaultServer:
             if kind == "double-reply":
                 await trio.sleep(0.01)
                 await stream.send_all(_move_bytes(PASS, size))
+                self.strays += 1
             return True
         if kind in ("close-mid-frame", "reset-mid-frame"):
             await stream.send_all(move[:6])

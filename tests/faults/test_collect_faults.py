@@ -80,8 +80,9 @@ def alone(kind: str) -> dict:
     """The farm for one fault: alpha misbehaves, beta is honest."""
     honest = Plan()
     if kind == "refuse":
-        # Connections are pooled: error replies make alpha open new ones to refuse.
-        return {"alpha": [Plan({"honest": 85.0, "error": 15.0}, refuse=Burst(0.3, 2))],
+        # Connections are pooled: error replies make alpha open new ones to refuse. A
+        # refusal backs the replica off: its honest sibling serves meanwhile (see below).
+        return {"alpha": [Plan({"honest": 85.0, "error": 15.0}, refuse=Burst(0.3, 2)), honest],
                 "beta": [honest]}
     if kind == "flap":
         # Time only moves while every game waits on a deadline: beta's hangs make it move.
@@ -92,7 +93,10 @@ def alone(kind: str) -> dict:
     if kind in ILLEGAL:
         return {"alpha": [Plan(eager={kind: 1.0 if kind == "superko" else 0.3})],
                 "beta": [honest]}
-    return {"alpha": [Plan({"honest": 88.0, kind: 12.0}, late_s=LATE)], "beta": [honest]}
+    # An honest sibling: a replica that breaks a new connection backs off like one that
+    # refuses it, and a request waiting that out alone could time out unseen by a server.
+    return {"alpha": [Plan({"honest": 88.0, kind: 12.0}, late_s=LATE), honest],
+            "beta": [honest]}
 
 
 @pytest.mark.parametrize("kind", [*REQUEST_FAULTS, "refuse", "flap"])
@@ -124,18 +128,20 @@ async def test_each_fault_alone_is_recorded_as_injected(tmp_path, fault_clock, k
 
 def mixed_farm_plans() -> dict[str, list[Plan]]:
     """Every fault, mixed at random on four replicas of two players. Each player keeps
-    one replica that never refuses a connect, so every request reaches some server."""
+    one replica that never refuses or breaks a new connection, so it never backs off and
+    every request reaches some server."""
     share = {kind: 16.0 / len(REQUEST_FAULTS) for kind in REQUEST_FAULTS}
     mix = {"honest": 84.0, **share}
     eager = {"superko": 0.5, "suicide": 0.05}
+    steady = Plan(mix, eager=eager, late_s=LATE, keeps_new_connections=True)
     return {
         "alpha": [
-            Plan(mix, eager=eager, late_s=LATE),
+            steady,
             Plan(mix, eager=eager, late_s=LATE, flap=Window(period=40, duration=12, phase=7)),
         ],
         "beta": [
             Plan(mix, eager=eager, late_s=LATE, refuse=Burst(0.05, 3)),
-            Plan(mix, eager=eager, late_s=LATE),
+            steady,
         ],
     }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import trio
@@ -120,7 +122,8 @@ async def test_least_loaded_replica_gets_the_next_request(nursery) -> None:
                 while [e.started for e in engines] != expected:
                     await trio.sleep(0.005)
             clients.start_soon(one)  # all four slots are busy: this one must queue
-            await trio.sleep(0.2)
+            while endpoint.queued < 1:
+                await trio.sleep(0.005)
             assert [e.started for e in engines] == [2, 2]
             assert [r.in_flight for r in endpoint.replica_stats()] == [2, 2]
             for engine in engines:
@@ -158,8 +161,9 @@ async def test_pooled_connection_dropped_by_the_server_is_replaced(nursery, loop
                                    stats=stats)
     async with Go19Endpoint([(LOCALHOST, idle_port)], max_idle=1000) as endpoint:
         assert await endpoint.request(request()) == wire.MoveReply(17, 1)
-        await trio.sleep(25)  # the server drops the idle connection at 20 s
-        assert stats.timeouts == 1
+        while not stats.timeouts:  # the server drops the idle connection at 20 s
+            await trio.sleep(1)
+        assert trio.current_time() >= 20
         assert await endpoint.request(request()) == wire.MoveReply(17, 1)
         (replica,) = endpoint.replica_stats()
         assert replica.errors == 0 and replica.reconnects == 1
@@ -291,3 +295,13 @@ async def test_closing_the_endpoint_stops_probing(nursery, loopback_clock) -> No
                 await endpoint.wait_up()
             assert endpoint.is_down()
     assert trio.current_time() == 1000.0  # the probe nursery exited once the endpoint closed
+
+
+def test_replica_percentiles_are_nearest_rank() -> None:
+    from orchestrator.players.replica import ReplicaStats
+
+    stats = ReplicaStats("a:1", "ok", None, 0, 0, 20, 0, 0, 0, 0, None, None,
+                         tuple(float(ms) for ms in range(20, 0, -1)))
+    assert (stats.percentile_ms(50), stats.percentile_ms(95), stats.percentile_ms(100)) == (
+        10.0, 19.0, 20.0)
+    assert replace(stats, latency_ms=()).percentile_ms(50) is None
