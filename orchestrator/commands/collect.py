@@ -34,12 +34,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reports", type=Path, default=Path("reports"))
     parser.add_argument("--no-dashboard", action="store_true", help="plain log lines instead")
     parser.add_argument("--no-report", action="store_true", help="skip the end-of-run report")
+    parser.add_argument(
+        "--standings-every", type=int, default=10, metavar="N",
+        help="without the dashboard (--no-dashboard, no terminal), print a standings block "
+        "every N finished games; 0: never (default 10)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.games is not None and args.games < 1:
         print("collect: --games must be at least 1", file=sys.stderr)
+        return 2
+    if args.standings_every < 0:
+        print("collect: --standings-every must be 0 or more", file=sys.stderr)
         return 2
     resume = Path(args.resume) if isinstance(args.resume, str) else args.resume
     options = CollectOptions(
@@ -49,14 +57,11 @@ def run(args: argparse.Namespace) -> int:
         recordings=args.recordings,
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
     )
-    from orchestrator.collect.dashboard import Dashboard, plain_log
+    from orchestrator.collect.dashboard import Dashboard, PlainLog
 
-    dashboard = Dashboard() if options.dashboard else None
-    log = dashboard.log if dashboard else plain_log
+    dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
     try:
-        summary = trio.run(
-            collect, options, log, dashboard.run if dashboard else None
-        )
+        summary = trio.run(collect, options, dashboard.log, dashboard.run)
     except (MatchupError, CollectError) as exc:
         print(f"collect: {exc}", file=sys.stderr)
         return 2
