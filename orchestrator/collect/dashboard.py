@@ -131,7 +131,7 @@ def verdict_text(h: HeadToHead | None, state: RunState) -> Text:
             text.append(f" [{_signed(est.elo_low)}, {_signed(est.elo_high)}]")
         text.append(f" {h.kind} {h.samples}", style="dim")
     if est.los is not None:
-        text.append(f"  LOS {100 * est.los:.0f} %")
+        text.append(f"  LOS {100 * est.los:.1f} %")
     if h.sprt is not None:
         c = h.sprt_config
         decided = {"H1": " H1 ✓", "H0": " H0 ✓"}.get(h.sprt.decision or "", "")
@@ -345,8 +345,11 @@ class Dashboard:
                     Text("●", style=STATUS_STYLE.get(replica.status, "white")), name,
                     replica.address, status, _pct(replica.latency_ms, 50),
                     _pct(replica.latency_ms, 95), str(replica.in_flight),
-                    Text(str(replica.errors), style="red" if replica.errors else ""),
-                    Text(str(replica.timeouts), style="red" if replica.timeouts else ""),
+                    # red counts, except on a row already red
+                    Text(str(replica.errors), style="red" if replica.errors and not style
+                         else ""),
+                    Text(str(replica.timeouts), style="red" if replica.timeouts and not style
+                         else ""),
                     str(replica.reconnects),
                 ], style))
         return rows
@@ -438,12 +441,12 @@ class Dashboard:
             for col in range(size):
                 colour = board[row * size + col]
                 if colour in (BLACK, WHITE):
-                    glyph, fg = "●", "black" if colour == BLACK else "bright_white"
+                    glyph, fg = "●", "#000000" if colour == BLACK else "#ffffff"
                 else:
                     glyph, fg = ("╋" if _hoshi(row, col, size) else "┼"), WOOD_LINE
                 bg = "on red" if (row, col) == last else f"on {WOOD}"
                 text.append(glyph, style=f"{fg} {bg}")
-                text.append(" " if col < size - 1 else "", style=f"on {WOOD}")
+                text.append("─" if col < size - 1 else "", style=f"{WOOD_LINE} on {WOOD}")
             text.append("\n")
         return text
 

@@ -184,7 +184,10 @@ def render(report: dict, out_dir: Path | None = None) -> str:
             if llr:
                 page.append(_figure(llr))
         if section["pairs"]:
-            page += ["<h3>Opening pairs</h3>", table(t.pairs_table(section))]
+            done = sum(p["points"] is not None for p in section["pairs"])
+            page.append(f"<details><summary>Opening pairs: {done} complete of "
+                        f"{len(section['pairs'])} (click to open)</summary>"
+                        f"{table(t.pairs_table(section))}</details>")
     if t.show_ratings(report):
         page += ["<h2>Ratings</h2>", table(t.ratings_table(report)),
                  f'<p class="note">{escape(t.ratings_note(report))}</p>']

@@ -17,7 +17,8 @@ from orchestrator.ratings import Counts, GameOutcome, Pentanomial, Wdl
 from orchestrator.report.load import GameData, RunData
 
 CURVE_POINTS = 200  # a curve over games is sampled at most this often
-RATE_BUCKETS = 40  # the fallback-rate curve averages games in at most this many buckets
+RATE_BUCKETS = 25  # the fallback-rate curve averages games in at most this many buckets
+RATE_MIN_GAMES = 5  # … of at least this many games each, so one game's burst is not a spike
 
 
 def marks(n: int, points: int = CURVE_POINTS) -> set[int]:
@@ -107,7 +108,7 @@ def fallback_curves(games: Sequence[GameData], asked: Sequence[Counter]) -> dict
             per_player.setdefault(name, []).append((k, fb, ask[name]))
     curves = {}
     for name, rows in sorted(per_player.items()):
-        size = max(1, math.ceil(len(rows) / RATE_BUCKETS))
+        size = max(RATE_MIN_GAMES, math.ceil(len(rows) / RATE_BUCKETS))
         points = []
         for i in range(0, len(rows), size):
             chunk = rows[i:i + size]

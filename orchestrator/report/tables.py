@@ -223,7 +223,8 @@ def verdict_lines(report: dict) -> list[tuple[str, str]]:
     lines = [
         ("stronger", name(report, v["stronger"]) if v["stronger"] else "not decided yet"),
         (f"Elo of {v['player']} (95 %)",
-         f"{elo(v['elo'])} [{elo(v['elo_low'])}, {elo(v['elo_high'])}] ({v['counts']})"),
+         f"{elo(v['elo'])} [{elo(v['elo_low'])}, {elo(v['elo_high'])}] "
+         f"({v['kind']}, {v['samples']} {v['counts']})"),
         ("LOS", pct(v["los"])),
         ("games", f"{v['games']}: {wld(r)} W–L{'–D' if r['draws'] else ''} for {v['player']}"),
     ]

@@ -25,6 +25,16 @@ def _elo_text(value: float | str | None) -> str:
 def sentence(player: str, opponent: str, est: dict, sprt: dict | None,
              samples_kind: str) -> str:
     """One plain-language sentence for ``player`` against ``opponent``."""
+    text = _sentence(player, opponent, est, sprt, samples_kind)
+    if sprt is not None and sprt["decision"] is None and est["elo"] is not None:
+        text = (f"{text[:-1]}; the SPRT [{sprt['elo0']:g}, {sprt['elo1']:g}] has not decided "
+                f"yet (LLR {sprt['llr']:+.2f}, bounds {sprt['lower']:+.2f} and "
+                f"{sprt['upper']:+.2f}).")
+    return text
+
+
+def _sentence(player: str, opponent: str, est: dict, sprt: dict | None,
+              samples_kind: str) -> str:
     los = est["los"]
     if est["elo"] is None:
         return f"No rated games between {player} and {opponent} yet."
@@ -77,6 +87,8 @@ def verdict(section: dict) -> dict:
         "games": section["games"],
         "results": section["results"],
         "counts": section["counts"],
+        "kind": "pentanomial" if section["counts"] == "pairs" else "trinomial",
+        "samples": est["samples"],
         "elo": est["elo"], "elo_low": est["elo_low"], "elo_high": est["elo_high"],
         "los": los,
         "sprt": None if sprt is None else {

@@ -82,6 +82,15 @@ def test_sprt_decision_names_the_game(tmp_path: Path) -> None:
                                   f"{first}.")
 
 
+def test_undecided_sprt_is_said(tmp_path: Path) -> None:
+    report = _report(tmp_path, _match("r5", "r4", 11, 9), sprt=SPRT)
+    v = report["verdict"]
+    assert v["sprt"]["decision"] is None and v["sprt"]["decided_at"] is None
+    assert v["sentence"].endswith(
+        f"; the SPRT [0, 30] has not decided yet (LLR {v['sprt']['llr']:+.2f}, bounds -2.94 "
+        "and +2.94).")
+
+
 def test_sprt_h0_and_clean_sweep_sentences() -> None:
     est = {"elo": -20.0, "elo_low": -60.0, "elo_high": 20.0, "los": 0.16, "score": 0.47,
            "samples": 400}
@@ -152,3 +161,16 @@ def test_pairs_games_margins_and_pace(tmp_path: Path) -> None:
     assert label("gnugo", PLAYERS["gnugo"]) == "gnugo · gnugo --level 1"
     assert label("x", {"kind": "go19", "embedded": {"engine": "heuristic", "level": 2}}) == (
         "x · embedded heuristic L2")
+
+
+def test_fallback_rate_over_games_shows_a_degrading_adapter(tmp_path: Path) -> None:
+    games = _match("r5", "r4", 10, 10)
+    for g in games[10:]:  # r4 starts failing halfway: one timeout per game
+        g.fallbacks = {"r4": {"timeout": 1}}
+        g.sources = {2 if g.black == "r5" else 1: "fallback:timeout"}
+    curves = _report(tmp_path, games)["fallback_curves"]
+    r4 = curves["r4"]
+    assert [p["games"] for p in r4] == [5, 10, 15, 20]  # buckets of five games
+    assert r4[0]["rate"] == r4[1]["rate"] == 0.0
+    assert r4[2]["rate"] == r4[3]["rate"] == pytest.approx(5 / 15)  # 1 of 3 moves asked
+    assert all(p["rate"] == 0.0 for p in curves["r5"])
