@@ -54,6 +54,7 @@ FAILING = ("backoff", "down")
 SLOW_FACTOR = 2.0  # a replica whose p95 is this many times its siblings' median is "slow"
 BOARD_MIN = (110, 40)  # width, height from which the live board is shown
 EVENTS_MIN = 3
+LOWER_MIN = 6  # rows kept for games in flight and events: two titles, a header, three rows
 REFRESH_S = 0.5
 WOOD, WOOD_LINE = "#dcb35c", "#6b4f1d"
 
@@ -246,15 +247,15 @@ class Dashboard:
         top = [self._verdict(collector), self._names(collector, width),
                self._progress(collector, width)]
         used = sum(_height(self.console, part, width) for part in top)
-        endpoints = self._endpoints(collector, max(budget - used - 2 - EVENTS_MIN, 3))
-        used += _height(self.console, endpoints, width)
         fallbacks = self._fallbacks(collector)
         fb_height = _height(self.console, fallbacks, width) if fallbacks else 0
-        if fallbacks is not None and used + fb_height <= budget - 2:
-            top += [endpoints, fallbacks]
+        endpoints = self._endpoints(
+            collector, max(4, budget - used - fb_height - LOWER_MIN))
+        used += _height(self.console, endpoints, width)
+        top.append(endpoints)
+        if fallbacks is not None and used + fb_height <= budget - LOWER_MIN:
+            top.append(fallbacks)
             used += fb_height
-        else:
-            top.append(endpoints)
         rest = budget - used
         board = self._board(collector) if (width, height) >= BOARD_MIN else None
         if board is not None and width >= BOARD_MIN[0] and rest >= 22:
@@ -271,12 +272,15 @@ class Dashboard:
         events in what is left."""
         live_games = sorted(collector.state.live.values(), key=lambda g: -g.number)
         events = list(collector.state.events)
-        want_events = min(len(events), EVENTS_MIN) if events else 1
-        game_rows = max(0, min(len(live_games), rows - 2 - (1 + want_events)))
+        want_events = 1 + max(1, min(len(events), EVENTS_MIN - 1))  # its title and lines
+        game_rows = max(0, min(len(live_games), rows - 2 - want_events))
+        if game_rows < len(live_games):  # the "… and N more" line takes a row
+            game_rows = max(0, min(len(live_games), rows - 3 - want_events))
         parts: list[RenderableType] = []
-        if rows >= 2:
+        games_height = 2 + game_rows + (game_rows < len(live_games))
+        if rows >= games_height:
             parts.append(self._games(live_games, game_rows))
-            rows -= 2 + game_rows + (1 if len(live_games) > game_rows else 0)
+            rows -= games_height
         if rows >= 2:
             parts.append(self._events(events, rows - 1))
         return Group(*parts)
@@ -415,8 +419,9 @@ class Dashboard:
         return table
 
     def _events(self, events: list, rows: int) -> Group:
-        lines = [Text.assemble((f"{e.stamp} ", "dim"), e.text,
-                               (f" ×{e.count}", "bold yellow") if e.count > 1 else "")
+        lines = [Text.assemble((f"{e.stamp} ", "dim"),
+                               (f"×{e.count} ", "bold yellow") if e.count > 1 else "", e.text,
+                               no_wrap=True, overflow="ellipsis")
                  for e in events[-rows:]] if rows > 0 else []
         return Group(_title("recent events"), *(lines or [Text("—", style="dim")]))
 

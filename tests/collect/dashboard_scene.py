@@ -59,8 +59,8 @@ def record(n: int, black: str, white: str, winner: str, pair: int | None) -> dic
     }
 
 
-def scene(games: int = 212, paired: bool = True, in_flight: int = 8):
-    """The collector the dashboard reads."""
+def scene(games: int = 212, paired: bool = True, in_flight: int = 8, more_replicas: int = 0):
+    """The collector the dashboard reads; ``more_replicas`` healthy ones for each player."""
     rng = random.Random(7)
     state = RunState(run_id="r5_vs_r4-20260101-000000", target=400, players=["r4", "r5"])
     state.started_at -= 3600 * 1.5
@@ -97,6 +97,9 @@ def scene(games: int = 212, paired: bool = True, in_flight: int = 8):
             replica("10.0.0.9:5019"),
         ]),
     }
+    for name, endpoint in endpoints.items():
+        endpoint.replicas += [replica(f"10.1.{len(name)}.{k}:5019") if name == "r4" else
+                              replica(f"10.2.0.{k}:5019") for k in range(more_replicas)]
     players = {
         name: PlayerHandle(name, None, {**META[name], "endpoint": ",".join(
             r.address for r in endpoints[name].replicas)}, endpoint=endpoints[name])

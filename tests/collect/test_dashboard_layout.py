@@ -46,7 +46,7 @@ def test_verdict_and_failing_replica_fit(width: int, height: int) -> None:
     assert "lora_mix_qwen_r5 (Qwen3-VL-8B)" in "".join(plain)
     text = "\n".join(plain)
     if height >= 40:
-        assert "illegal:superko fallback (r4) ×31" in text
+        assert "×31 illegal:superko fallback (r4)" in text
         assert f"{SLOW_REPLICA}" in text and "slow" in text
         assert re.search(r"r4 \d+ = [\d.]+ % of \d+ moves: illegal:superko", text)
 
@@ -108,3 +108,24 @@ def test_events_collapse_repeats() -> None:
         ("game 3: a (B) vs b (W) B+1.5 by two-passes, 100 moves", 1),
         ("illegal:superko fallback (a)", 6),
     ]
+
+
+def test_many_replicas_keep_the_failing_one_in_view() -> None:
+    plain, styled = render(scene(more_replicas=10), 80, 24)
+    assert len(plain) <= 23
+    (row,) = [i for i, line in enumerate(plain)
+              if line.startswith("●") and FAILING_REPLICA in line]
+    assert "41m" in styled[row]
+    assert any(SLOW_REPLICA in line for line in plain)  # slow ones come next
+    assert any(re.match(r"… \d+ healthy replicas not shown", line) for line in plain)
+    assert plain[0].startswith("r5 vs r4: ")
+
+
+@pytest.mark.parametrize("width", [80, 110, 160])
+@pytest.mark.parametrize("height", [24, 31, 44, 50])
+def test_nothing_runs_past_the_screen(width: int, height: int) -> None:
+    for collector in (scene(more_replicas=6), scene(games=3, in_flight=30)):
+        plain, _ = render(collector, width, height)
+        assert len(plain) <= height - 1, "\n".join(plain)
+        assert plain[0].startswith("r5 vs r4: ")
+        assert any(line.startswith("●") and FAILING_REPLICA in line for line in plain)
