@@ -247,8 +247,12 @@ def pace_line(report: dict) -> str:
     if not pace["duration_s"]:
         return "Run duration unknown (no game timestamps)."
     return (f"Run duration {duration(pace['duration_s'])} (first game started to last "
-            f"finished): {pace['games_per_hour']:.1f} games/hour, "
-            f"{pace['moves_per_s']:.2f} moves/s.")
+            f"finished): {_rate(pace['games_per_hour'])} games/hour, "
+            f"{_rate(pace['moves_per_s'])} moves/s.")
+
+
+def _rate(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def games_table(report: dict, sgf_cell) -> Table:
