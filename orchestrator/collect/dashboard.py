@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.collect.state import HeadToHead, RunState, head_to_head_live
-from orchestrator.coords import GTP_COLUMNS, to_rowcol
+from orchestrator.coords import GTP_COLUMNS, PASS
 from orchestrator.report.names import describe
 from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.estimate import estimate
@@ -432,9 +432,7 @@ class Dashboard:
         live = max(collector.state.live.values(), key=lambda g: g.number)
         game = live.game
         size = game.size
-        last = None
-        if game.moves:
-            last = to_rowcol(game.moves[-1].point, size)
+        last = game.moves[-1].point if game.moves else PASS
         letters = GTP_COLUMNS[:size]
         text = Text()
         text.append(f"game {live.number}: {live.spec.black} ● vs {live.spec.white} ○  "
@@ -444,12 +442,13 @@ class Dashboard:
         for row in range(size):
             text.append(f"{size - row:>2} ", style="dim")
             for col in range(size):
-                colour = board[row * size + col]
+                point = row * size + col
+                colour = board[point]
                 if colour in (BLACK, WHITE):
                     glyph, fg = "●", "#000000" if colour == BLACK else "#ffffff"
                 else:
                     glyph, fg = ("╋" if _hoshi(row, col, size) else "┼"), WOOD_LINE
-                bg = "on red" if (row, col) == last else f"on {WOOD}"
+                bg = "on red" if point == last else f"on {WOOD}"
                 text.append(glyph, style=f"{fg} {bg}")
                 text.append("─" if col < size - 1 else "", style=f"{WOOD_LINE} on {WOOD}")
             text.append("\n")

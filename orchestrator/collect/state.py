@@ -26,6 +26,7 @@ from orchestrator.ratings import (
     split_by_colour,
     sprt,
 )
+from orchestrator.recordings import JournalRecord, rated_games
 
 EVENTS_KEPT = 50
 # The referee's fallback event: "game 12 move 40: r4 illegal:superko, fallback".
@@ -75,15 +76,9 @@ class HeadToHead:
 
 
 def _between(records: list[dict], player: str, opponent: str) -> list[GameOutcome]:
-    """Rated games of the two: not void, with a result (the journal's contract)."""
-    games = []
-    for r in records:
-        if r["void"] or r["winner"] is None or {r["black"], r["white"]} != {player, opponent}:
-            continue
-        pair = (r.get("opening") or {}).get("pair")
-        games.append(GameOutcome(r["black"], r["white"], r["winner"],
-                                 None if pair is None else (r["run"], pair)))
-    return games
+    """Rated games of the two (the run state keeps journal records as dicts)."""
+    games = rated_games(JournalRecord.model_validate(r) for r in records)
+    return [g for g in games if {g.black, g.white} == {player, opponent}]
 
 
 def head_to_head_live(records: list[dict], player: str, opponent: str,

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.ratings import Counts, GameOutcome, Pentanomial, Wdl
+from orchestrator.recordings import VOID_DIR
 from orchestrator.report.load import GameData, RunData
 
 CURVE_POINTS = 200  # a curve over games is sampled at most this often
@@ -85,7 +86,7 @@ def games_table(games: Sequence[GameData], runs: Sequence[RunData]) -> list[dict
     for g in games:
         line = g.line
         folder = paths.get(line.run, Path("."))
-        sgf = folder / "void" / line.sgf if line.void else folder / line.sgf
+        sgf = folder / VOID_DIR / line.sgf if line.void else folder / line.sgf
         rows.append({
             "run": line.run, "game": line.game,
             "pair": line.opening.pair if line.opening is not None else None,
