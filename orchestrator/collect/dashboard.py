@@ -4,51 +4,80 @@ It only reads the collector's state. Rendering is driven by a trio task calling
 ``Live.refresh`` (``auto_refresh=False``), so rich starts no thread of its own.
 Score estimates are computed here for the visible games only, at refresh time,
 so the per-move cost of the referee does not grow with the dashboard.
+
+The screen is laid out by priority, to fit the terminal: the verdict line first
+(always), then the players' names, progress, endpoints per replica and fallbacks by
+reason; games in flight get the rows that are left (as many as fit), then recent
+events; on a terminal tall and wide enough, a live board of the newest game sits
+beside them. Nothing is cut mid-section: a section that does not fit says how many
+rows it left out.
+
+Without a terminal, :class:`PlainLog` prints one line per event and, every N finished
+games, a standings block like fastchess's ``Results of … vs …``.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import trio
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.collect.stopping import elo_line
-from orchestrator.rules.board import BLACK
+from orchestrator.collect.state import HeadToHead, RunState, head_to_head_live
+from orchestrator.coords import GTP_COLUMNS, PASS
+from orchestrator.report.names import describe
+from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.estimate import estimate
 
 if TYPE_CHECKING:
     from orchestrator.collect.run import Collector
+    from orchestrator.players.go19 import ReplicaStats
 
-# The seed client's endpoint colours.
+# The seed client's endpoint colours; a failing replica's whole row takes its colour.
 STATUS_STYLE = {
     "ok": "green",
+    "idle": "dim",
     "connecting": "yellow",
-    "backoff": "yellow",
-    "down": "red",
+    "backoff": "bold red",
+    "down": "bold white on red",
     "local": "cyan",
 }
-VISIBLE_GAMES = 12
+FAILING = ("backoff", "down")
+SLOW_FACTOR = 2.0  # a replica whose p95 is this many times its siblings' median is "slow"
+BOARD_MIN = (110, 40)  # width, height from which the live board is shown
+EVENTS_MIN = 3
+LOWER_MIN = 6  # rows kept for games in flight and events: two titles, a header, three rows
+REFRESH_S = 0.5
+WOOD, WOOD_LINE = "#dcb35c", "#6b4f1d"
 
 
 def plain_log(line: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
 
 
-def _fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
         return "--"
     seconds = int(seconds)
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _signed(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "n/a"
+    if math.isinf(value):
+        return "+∞" if value > 0 else "−∞"
+    return f"{value:+.{digits}f}".replace("-", "−")
 
 
 def _pct(samples, q: float) -> str:
@@ -57,132 +86,377 @@ def _pct(samples, q: float) -> str:
     return f"{np.percentile(np.fromiter(samples, float), q):.0f}"
 
 
+def _now() -> float | None:
+    try:
+        return trio.current_time()
+    except RuntimeError:  # rendered outside a trio run (a test, a final snapshot)
+        return None
+
+
+# -- the numbers, shared with the standings block ----------------------------------
+
+
+def pairing_stats(collector: Collector, cache: dict | None = None) -> HeadToHead | None:
+    """The matchup's head-to-head, recomputed only when a game was recorded."""
+    pairing = collector.matchup.pairing
+    if pairing.black == pairing.white:
+        return None
+    records = collector.state.records
+    if cache is not None and cache.get("n") == len(records):
+        return cache["stats"]
+    stats = head_to_head_live(records, pairing.black, pairing.white,
+                              collector.matchup.stop.sprt)
+    if cache is not None:
+        cache.update(n=len(records), stats=stats)
+    return stats
+
+
+def verdict_text(h: HeadToHead | None, state: RunState) -> Text:
+    """``r5 vs r4: 212–188–0 (53.0 %)  Elo +20.9 [−13.1, +55.0] …  LOS 88 %  LLR …``"""
+    if h is None:
+        return Text(f"self-play: {state.done} games", style="bold")
+    r = h.results
+    est = h.estimate
+    text = Text()
+    text.append(f"{h.player} vs {h.opponent}: ", style="bold")
+    if not r.games:
+        text.append("no rated games yet")
+        return text
+    text.append(f"{r.wins}–{r.losses}–{r.draws} ({100 * r.points / r.games:.1f} %)")
+    if est.elo is not None:
+        style = "green" if est.los and est.los >= 0.95 else (
+            "red" if est.los is not None and est.los <= 0.05 else "bold")
+        text.append("  Elo ")
+        text.append(_signed(est.elo), style=style)
+        if est.elo_low is not None:
+            text.append(f" [{_signed(est.elo_low)}, {_signed(est.elo_high)}]")
+        text.append(f" {h.kind} {h.samples}", style="dim")
+    if est.los is not None:
+        text.append(f"  LOS {100 * est.los:.1f} %")
+    if h.sprt is not None:
+        c = h.sprt_config
+        decided = {"H1": " H1 ✓", "H0": " H0 ✓"}.get(h.sprt.decision or "", "")
+        text.append(f"  LLR {_signed(h.sprt.llr, 2)} ({_signed(h.sprt.lower, 2)}, "
+                    f"{_signed(h.sprt.upper, 2)}) [{c.elo0:g}, {c.elo1:g}]{decided}")
+    return text
+
+
+def standings_block(collector: Collector, h: HeadToHead | None = None) -> str:
+    """fastchess's ``Results of A vs B`` block for the plain log."""
+    state = collector.state
+    h = h or pairing_stats(collector)
+    rule = "-" * 50
+    if h is None:
+        return f"{rule}\nSelf-play: {state.done} of {state.target} games\n{rule}"
+    r, est = h.results, h.estimate
+    lines = [rule, f"Results of {h.player} vs {h.opponent} ({state.done}/{state.target} "
+             f"games, {state.void} void):"]
+    if est.elo is None:
+        lines.append("Elo: no rated games yet")
+    else:
+        err = f" +/- {est.error:.1f}" if est.error is not None else ""
+        nelo = (f", nElo: {est.nelo:.1f} +/- {est.nelo_error:.1f}"
+                if est.nelo is not None else "")
+        lines.append(f"Elo: {est.elo:.1f}{err}{nelo} ({h.kind}, {h.samples})")
+        if est.los is not None:
+            draws = 100 * r.draws / r.games if r.games else 0.0
+            lines.append(f"LOS: {100 * est.los:.1f} %, DrawRatio: {draws:.1f} %")
+    points = r.points
+    share = f" ({100 * points / r.games:.1f} %)" if r.games else ""
+    lines.append(f"Games: {r.games}, Wins: {r.wins}, Losses: {r.losses}, Draws: {r.draws}, "
+                 f"Points: {points:.1f}{share}")
+    if h.kind == "pentanomial":
+        lines.append(f"Ptnml(0-2): [{', '.join(map(str, h.counts.counts))}]")
+    if h.sprt is not None:
+        c = h.sprt_config
+        lines.append(f"LLR: {h.sprt.llr:.2f} ({h.sprt.lower:.2f}, {h.sprt.upper:.2f}) "
+                     f"[{c.elo0:.2f}, {c.elo1:.2f}]")
+    lines.append(rule)
+    return "\n".join(lines)
+
+
+class PlainLog:
+    """The dashboard's stand-in without a terminal: timestamped lines, and a standings
+    block whenever ``every`` more games have finished (0: never)."""
+
+    def __init__(self, every: int = 10, out: Callable[[str], None] = plain_log) -> None:
+        self.every = every
+        self.out = out
+        self._collector: Collector | None = None
+        self._shown_at = 0
+
+    def log(self, line: str) -> None:
+        self.out(line)
+        collector = self._collector
+        if collector is None or self.every <= 0:
+            return
+        done = collector.state.done
+        if done // self.every > self._shown_at // self.every:
+            self._shown_at = done
+            for text in standings_block(collector).splitlines():
+                self.out(text)
+
+    async def run(self, collector: Collector) -> None:
+        self._collector = collector
+        self._shown_at = collector.state.done  # a resumed run's old games were shown before
+
+
+# -- the screen --------------------------------------------------------------------
+
+
+def _height(console: Console, renderable: RenderableType, width: int) -> int:
+    return len(console.render_lines(renderable, console.options.update(width=width),
+                                    pad=False))
+
+
+def _title(text: str, extra: str = "") -> Text:
+    return Text.assemble((text, "bold blue"), (f"  {extra}" if extra else "", "dim"))
+
+
 class Dashboard:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console()
         self._collector: Collector | None = None
+        self._cache: dict = {}
 
     def log(self, line: str) -> None:
         """Finished games and fallbacks already show in the events panel."""
 
+    def attach(self, collector: Collector) -> None:
+        self._collector = collector
+
     async def run(self, collector: Collector) -> None:
         self._collector = collector
         with Live(
-            self.render(), console=self.console, auto_refresh=False, transient=False
+            self.render(), console=self.console, auto_refresh=False, transient=False,
+            vertical_overflow="crop",
         ) as live:
             try:
                 while True:
                     live.update(self.render(), refresh=True)
-                    await trio.sleep(0.5)
+                    await trio.sleep(REFRESH_S)
             finally:
                 live.update(self.render(), refresh=True)
 
-    def render(self) -> Group:
+    def render(self) -> RenderableType:
         collector = self._collector
         if collector is None:
-            return Group(Text("starting…"))
-        return Group(
-            self._header(collector),
-            self._games(collector),
-            self._endpoints(collector),
-            self._results(collector),
-            self._events(collector),
-        )
+            return Text("starting…")
+        width, height = self.console.size
+        budget = height - 1  # Live keeps the cursor on a line of its own
+        top = [self._verdict(collector), self._names(collector, width),
+               self._progress(collector, width)]
+        used = sum(_height(self.console, part, width) for part in top)
+        fallbacks = self._fallbacks(collector)
+        fb_height = _height(self.console, fallbacks, width) if fallbacks else 0
+        endpoints = self._endpoints(
+            collector, max(4, budget - used - fb_height - LOWER_MIN))
+        used += _height(self.console, endpoints, width)
+        top.append(endpoints)
+        if fallbacks is not None and used + fb_height <= budget - LOWER_MIN:
+            top.append(fallbacks)
+            used += fb_height
+        rest = budget - used
+        board = self._board(collector) if (width, height) >= BOARD_MIN else None
+        if board is not None and width >= BOARD_MIN[0] and rest >= 22:
+            left_w = width - 44
+            lower = Table.grid(expand=True)
+            lower.add_column(ratio=1)
+            lower.add_column(width=42)
+            lower.add_row(self._lower(collector, rest, left_w), board)
+            return Group(*top, lower)
+        return Group(*top, self._lower(collector, rest, width))
 
-    def _header(self, collector: Collector) -> Panel:
+    def _lower(self, collector: Collector, rows: int, width: int) -> RenderableType:
+        """Games in flight (as many as fit, keeping EVENTS_MIN rows of events), then
+        events in what is left."""
+        live_games = sorted(collector.state.live.values(), key=lambda g: -g.number)
+        events = list(collector.state.events)
+        want_events = 1 + max(1, min(len(events), EVENTS_MIN - 1))  # its title and lines
+        game_rows = max(0, min(len(live_games), rows - 2 - want_events))
+        if game_rows < len(live_games):  # the "… and N more" line takes a row
+            game_rows = max(0, min(len(live_games), rows - 3 - want_events))
+        parts: list[RenderableType] = []
+        games_height = 2 + game_rows + (game_rows < len(live_games))
+        if rows >= games_height:
+            parts.append(self._games(live_games, game_rows))
+            rows -= games_height
+        if rows >= 2:
+            parts.append(self._events(events, rows - 1))
+        return Group(*parts)
+
+    # -- sections ------------------------------------------------------------------
+
+    def _verdict(self, collector: Collector) -> Text:
+        text = verdict_text(pairing_stats(collector, self._cache), collector.state)
+        if collector.state.stop_reason:
+            text.append(f"\nstopping: {collector.state.stop_reason}", style="bold yellow")
+        return text
+
+    def _names(self, collector: Collector, width: int) -> Text:
+        parts = []
+        for name, handle in sorted(collector.players.items()):
+            what = describe(handle.meta)
+            if what and what != name:
+                parts.append(f"{name} = {what}")
+        return Text("  ·  ".join(parts), style="cyan", no_wrap=False) if parts else Text("")
+
+    def _progress(self, collector: Collector, width: int) -> Table:
         state = collector.state
-        bar = ProgressBar(total=max(state.target, 1), completed=state.done, width=40)
+        bar = ProgressBar(total=max(state.target, 1), completed=state.done,
+                          width=max(10, min(width - 2, 60)))
         line = Text.assemble(
             (f"{state.done}/{state.target} games", "bold"),
-            f"  void {state.void}  in flight {len(state.live)}",
+            f"  {state.games_per_hour:.0f} games/h  elapsed {fmt_duration(state.elapsed_s)}"
+            f"  ETA {fmt_duration(state.eta_s)}  in flight {len(state.live)}"
+            f"  void {state.void}",
         )
-        speed = Text(f"{state.games_per_hour:.0f} games/h  ETA {_fmt_duration(state.eta_s)}")
-        rows = [Group(bar, line, speed)]
-        if state.sprt_line:
-            rows.append(Text(f"SPRT {state.sprt_line}"))
-        if state.stop_reason:
-            rows.append(Text(f"stopping: {state.stop_reason}", style="bold yellow"))
-        return Panel(Group(*rows), title=f"go19 collect · {state.run_id}", border_style="blue")
+        grid = Table.grid()  # a bar alone in a Group shares its line with what follows
+        grid.add_row(bar)
+        grid.add_row(line)
+        return grid
 
-    def _games(self, collector: Collector) -> Table:
-        table = Table(title="games in flight", expand=True, title_justify="left")
-        for column in ("game", "black", "white", "move", "to move", "estimate", "waiting on"):
-            table.add_column(column, no_wrap=True)
-        live_games = sorted(collector.state.live.values(), key=lambda g: g.number)
-        for live in live_games[:VISIBLE_GAMES]:
+    def _replica_rows(self, collector: Collector) -> list[tuple[int, list, str]]:
+        """(priority, cells, row style) per replica; failing ones first when cut."""
+        state = collector.state
+        now = _now()
+        rows = []
+        for name, handle in sorted(collector.players.items()):
+            replicas: list[ReplicaStats] = (
+                handle.endpoint.replica_stats() if handle.endpoint is not None else [])
+            if not replicas:
+                samples = state.latency.get(name, ())
+                rows.append((2, [Text("●", style=STATUS_STYLE["local"]), name,
+                                 handle.describe(), "local", _pct(samples, 50),
+                                 _pct(samples, 95), "", "", "", ""], ""))
+                continue
+            p95s = [float(np.percentile(r.latency_ms, 95)) for r in replicas if r.latency_ms]
+            typical = float(np.median(p95s)) if len(p95s) > 1 else None
+            for replica in replicas:
+                status = replica.status
+                style = ""
+                priority = 2
+                if status in FAILING:
+                    style, priority = STATUS_STYLE[status], 0
+                    if replica.retry_at is not None and now is not None:
+                        status += f" {max(replica.retry_at - now, 0):.0f}s"
+                elif typical and replica.latency_ms and np.percentile(
+                        replica.latency_ms, 95) > SLOW_FACTOR * typical:
+                    style, priority, status = "yellow", 1, f"{status} slow"
+                elif replica.errors or replica.timeouts:
+                    priority = 1
+                rows.append((priority, [
+                    Text("●", style=STATUS_STYLE.get(replica.status, "white")), name,
+                    replica.address, status, _pct(replica.latency_ms, 50),
+                    _pct(replica.latency_ms, 95), str(replica.in_flight),
+                    # red counts, except on a row already red
+                    Text(str(replica.errors), style="red" if replica.errors and not style
+                         else ""),
+                    Text(str(replica.timeouts), style="red" if replica.timeouts and not style
+                         else ""),
+                    str(replica.reconnects),
+                ], style))
+        return rows
+
+    def _endpoints(self, collector: Collector, max_rows: int) -> Table:
+        rows = self._replica_rows(collector)
+        shown = rows
+        if len(rows) + 2 > max_rows:  # keep the failing and the slow ones
+            keep = sorted(range(len(rows)), key=lambda i: (rows[i][0], i))[:max(max_rows - 3, 1)]
+            shown = [rows[i] for i in sorted(keep)]
+        table = Table(title=_title("endpoints", "p50/p95 ms per replica"), title_justify="left",
+                      box=None, expand=False, padding=(0, 1), pad_edge=False)
+        for column, justify in (("", "left"), ("player", "left"), ("replica", "left"),
+                                ("status", "left"), ("p50", "right"), ("p95", "right"),
+                                ("busy", "right"), ("err", "right"), ("t/o", "right"),
+                                ("rec", "right")):
+            table.add_column(column, justify=justify, no_wrap=True,
+                             overflow="ellipsis" if column in ("replica", "player") else "fold",
+                             max_width=22 if column == "replica" else None)
+        for _, cells, style in shown:
+            table.add_row(*cells, style=style)
+        if len(shown) < len(rows):
+            table.caption = f"… {len(rows) - len(shown)} healthy replicas not shown"
+            table.caption_justify = "left"
+        return table
+
+    def _fallbacks(self, collector: Collector) -> Text | None:
+        """Per player: fallbacks by reason, as counts and as a share of its moves."""
+        lines = []
+        for name, tally in sorted(collector.state.tally.items()):
+            total = sum(tally.fallbacks.values())
+            if not total:
+                continue
+            asked = tally.moves_asked
+
+            def share(n: int, asked: int = asked) -> str:
+                return f"{100 * n / asked:.1f} %" if asked else "n/a"
+
+            reasons = ", ".join(f"{r} {n} ({share(n)})"
+                                for r, n in tally.fallbacks.most_common())
+            lines.append(Text.assemble((f"{name}", "bold"), f" {total} = {share(total)} of "
+                                       f"{asked} moves: {reasons}"))
+        if not lines:
+            return None
+        return Text("\n").join([_title("fallbacks by reason"), *lines])
+
+    def _games(self, live_games: list, rows: int) -> Table:
+        table = Table(title=_title("games in flight"), title_justify="left", box=None,
+                      padding=(0, 1), pad_edge=False)
+        for column in ("game", "black", "white", "move", "estimate", "waiting on"):
+            table.add_column(column, no_wrap=True, overflow="ellipsis")
+        for live in live_games[:rows]:
             game = live.game
-            est = estimate(game.board, game.komi)
             table.add_row(
-                str(live.number),
-                live.spec.black,
-                live.spec.white,
-                str(game.move_number),
-                "B" if game.to_play == BLACK else "W",
-                est.summary(),
-                live.waiting_on or "",
+                str(live.number), live.spec.black, live.spec.white,
+                f"{game.move_number} {'B' if game.to_play == BLACK else 'W'}",
+                estimate(game.board, game.komi).summary(), live.waiting_on or "",
             )
-        hidden = len(live_games) - VISIBLE_GAMES
+        hidden = len(live_games) - rows
         if hidden > 0:
             table.caption = f"… and {hidden} more"
+            table.caption_justify = "left"
         return table
 
-    def _endpoints(self, collector: Collector) -> Table:
-        state = collector.state
-        table = Table(title="players and endpoints", expand=True, title_justify="left")
-        for column in ("", "player", "endpoint", "p50ms", "p95ms", "busy", "err", "fb",
-                       "reconn", "status"):
-            table.add_column(column, no_wrap=column in ("player", "endpoint", "status"))
-        now = trio.current_time()
-        for name, handle in sorted(collector.players.items()):
-            samples = state.latency.get(name, ())
-            fallbacks = sum(state.tally[name].fallbacks.values()) if name in state.tally else 0
-            replicas = handle.endpoint.replica_stats() if handle.endpoint is not None else []
-            if not replicas:
-                table.add_row(
-                    Text("●", style=STATUS_STYLE["local"]), name, handle.describe(),
-                    _pct(samples, 50), _pct(samples, 95), "", "", str(fallbacks), "", "local",
-                )
-                continue
-            for i, replica in enumerate(replicas):
-                status = replica.status
-                if replica.retry_at is not None and replica.retry_at > now:
-                    status += f" (retry in {replica.retry_at - now:.0f}s)"
-                table.add_row(
-                    Text("●", style=STATUS_STYLE.get(replica.status, "white")),
-                    name if i == 0 else "",
-                    replica.address,
-                    _pct(samples, 50) if i == 0 else "",
-                    _pct(samples, 95) if i == 0 else "",
-                    str(replica.in_flight),
-                    str(replica.errors),
-                    str(fallbacks) if i == 0 else "",
-                    str(replica.reconnects),
-                    status,
-                )
-        return table
+    def _events(self, events: list, rows: int) -> Group:
+        lines = [Text.assemble((f"{e.stamp} ", "dim"),
+                               (f"×{e.count} ", "bold yellow") if e.count > 1 else "", e.text,
+                               no_wrap=True, overflow="ellipsis")
+                 for e in events[-rows:]] if rows > 0 else []
+        return Group(_title("recent events"), *(lines or [Text("—", style="dim")]))
 
-    def _results(self, collector: Collector) -> Panel:
-        state = collector.state
-        table = Table(expand=True, box=None)
-        for column in ("player", "W-L-D", "as black", "as white"):
-            table.add_column(column)
-        for name, tally in sorted(state.tally.items()):
-            b, w = tally.as_black, tally.as_white
-            table.add_row(
-                name,
-                f"{tally.wins}-{tally.losses}-{tally.draws}",
-                f"{b['W']}-{b['L']}-{b['D']}",
-                f"{w['W']}-{w['L']}-{w['D']}",
-            )
-        pairing = collector.matchup.pairing
-        parts = [table]
-        if pairing.black != pairing.white:
-            parts.append(Text(elo_line(state.records, pairing.black, pairing.white)))
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(state.reasons.items()))
-        if reasons:
-            parts.append(Text(f"endings: {reasons}"))
-        return Panel(Group(*parts), title="results", border_style="green")
+    def _board(self, collector: Collector) -> Text | None:
+        """The newest game in flight: stones, the last move marked, coordinates."""
+        if not collector.state.live:
+            return None
+        live = max(collector.state.live.values(), key=lambda g: g.number)
+        game = live.game
+        size = game.size
+        last = game.moves[-1].point if game.moves else PASS
+        letters = GTP_COLUMNS[:size]
+        text = Text()
+        text.append(f"game {live.number}: {live.spec.black} ● vs {live.spec.white} ○  "
+                    f"move {game.move_number}\n", style="bold")
+        text.append("   " + " ".join(letters) + "\n", style="dim")
+        board = game.board
+        for row in range(size):
+            text.append(f"{size - row:>2} ", style="dim")
+            for col in range(size):
+                point = row * size + col
+                colour = board[point]
+                if colour in (BLACK, WHITE):
+                    glyph, fg = "●", "#000000" if colour == BLACK else "#ffffff"
+                else:
+                    glyph, fg = ("╋" if _hoshi(row, col, size) else "┼"), WOOD_LINE
+                bg = "on red" if point == last else f"on {WOOD}"
+                text.append(glyph, style=f"{fg} {bg}")
+                text.append("─" if col < size - 1 else "", style=f"{WOOD_LINE} on {WOOD}")
+            text.append("\n")
+        return text
 
-    def _events(self, collector: Collector) -> Panel:
-        lines = [f"{stamp} {text}" for stamp, text in collector.state.events]
-        return Panel(Text("\n".join(lines) or "—"), title="recent events")
+
+def _hoshi(row: int, col: int, size: int) -> bool:
+    """Star points, drawn heavier, so the board reads like a board."""
+    edge = 3 if size >= 13 else 2
+    marks = {edge, size - 1 - edge} | ({size // 2} if size % 2 else set())
+    return row in marks and col in marks

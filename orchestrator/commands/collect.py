@@ -75,6 +75,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "dashboard on a terminal)")
     parser.add_argument("--no-report", action="store_true",
                         help="skip the end-of-run report (default: write it)")
+    parser.add_argument(
+        "--standings-every", type=int, default=10, metavar="N",
+        help="without the dashboard (--no-dashboard, no terminal), print a standings block "
+        "every N finished games; 0: never (default 10)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -85,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.wait_endpoints >= 0:
         print("collect: --wait-endpoints must be 0 or more seconds", file=sys.stderr)
         return EXIT_INPUT
+    if args.standings_every < 0:
+        print("collect: --standings-every must be 0 or more", file=sys.stderr)
+        return EXIT_INPUT
     resume = Path(args.resume) if isinstance(args.resume, str) else args.resume
     options = CollectOptions(
         matchup_path=args.matchup,
@@ -94,15 +102,12 @@ def run(args: argparse.Namespace) -> int:
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
         wait_endpoints_s=args.wait_endpoints,
     )
-    from orchestrator.collect.dashboard import Dashboard, plain_log
+    from orchestrator.collect.dashboard import Dashboard, PlainLog, plain_log
 
-    dashboard = Dashboard() if options.dashboard else None
-    log = dashboard.log if dashboard else plain_log
+    dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
     try:
         # The endpoint checks come before the dashboard starts: they go to the plain log.
-        summary = trio.run(
-            collect, options, log, dashboard.run if dashboard else None, plain_log
-        )
+        summary = trio.run(collect, options, dashboard.log, dashboard.run, plain_log)
     except MatchupError as exc:
         print(f"collect: {exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -17,11 +17,21 @@ Many players (Bradley–Terry with a Black-advantage term)::
 
     fit = bradley_terry(aggregate(games), anchor={"gnugo-l0": 0})
     fit.rows, fit.black_advantage, fit.los("r5", "r4")
+    connected_groups(aggregate(games))     # players who met, directly or by a chain
 
 Every bad input raises :class:`RatingsError` (a ``ValueError``) with a one-line message.
 """
 
-from orchestrator.ratings.bt import BtRatings, RatingRow, aggregate, bradley_terry
+from orchestrator.ratings.bt import (
+    BtRatings,
+    Likelihood,
+    RatingRow,
+    aggregate,
+    bradley_terry,
+    connected_groups,
+    fit_likelihoods,
+    likelihood_of_games,
+)
 from orchestrator.ratings.elo import (
     ELO_PER_NAT,
     NELO_PER_T,
@@ -44,7 +54,8 @@ from orchestrator.ratings.sprt import SprtResult, llr, sprt, sprt_bounds
 
 __all__ = [
     "ELO_PER_NAT", "NELO_PER_T", "BtRatings", "ColourSplit", "Counts", "EloEstimate",
-    "GameOutcome", "Pentanomial", "RatingRow", "RatingsError", "SprtResult", "Wdl",
-    "aggregate", "bradley_terry", "elo_from_score", "estimate", "llr",
-    "pentanomial_from_games", "score_from_elo", "split_by_colour", "sprt", "sprt_bounds",
+    "GameOutcome", "Likelihood", "Pentanomial", "RatingRow", "RatingsError", "SprtResult",
+    "Wdl", "aggregate", "bradley_terry", "connected_groups", "elo_from_score", "estimate",
+    "fit_likelihoods", "likelihood_of_games", "llr", "pentanomial_from_games",
+    "score_from_elo", "split_by_colour", "sprt", "sprt_bounds",
 ]

@@ -5,9 +5,11 @@ probability ``1/(1 + 10^(-(rᵢ - rⱼ + b)/400))``, where ``b`` is the Black ad
 A draw (jigo) counts as half a win and half a loss. Games are aggregated per
 (Black, White) pair first, so the fit costs the same for ten games or ten thousand.
 
-Every result and every prior is one logistic term (the shape of KataGo's
-``python/elo.py``); the fit maximises their summed log-likelihood with Newton steps and a
-backtracking line search, and the covariance is the inverse of the negated Hessian there.
+Every result and every prior is one :class:`Likelihood` term (the shape of KataGo's
+``python/elo.py``): :func:`likelihood_of_games` builds the results' terms, :func:`player_prior`
+and :func:`black_advantage_prior` the priors, and :func:`fit_likelihoods` maximises their
+summed log-likelihood with Newton steps and a backtracking line search, and the
+covariance is the inverse of the negated Hessian there.
 Standard errors are the marginal ones (square roots of that covariance's diagonal).
 
 Anchoring. ``anchor={"gnugo-l0": 0}`` fixes those players' ratings exactly (stderr 0); all
@@ -23,7 +25,8 @@ games: it adds ``g/4`` to the precision of each rating, i.e. alone it would allo
 undefined (:class:`RatingsError`) when some player never lost or never won, when a group
 of players never met the rest, or, without a fixed point, when nothing anchors the scale.
 Black's advantage is identified only by colour-swapped results; without them it leans on
-its prior.
+its prior. Players who never met, even through a chain of opponents, have no common
+scale: :func:`connected_groups` splits them, and each group is fitted on its own.
 """
 
 from __future__ import annotations
@@ -172,6 +175,62 @@ def _newton(terms: _Terms, size: int, max_iters: int) -> tuple[np.ndarray, int]:
     raise RatingsError(f"{_UNDEFINED} (no convergence in {max_iters} Newton steps)")
 
 
+BLACK = "<black advantage>"  # the Black-advantage parameter's key in a Likelihood
+
+
+@dataclass(frozen=True)
+class Likelihood:
+    """One logistic term ``wins·log σ(x) + losses·log σ(-x)`` with, in natural units,
+    ``x = Σ coefs[k]·r[k] + offset``; ``k`` is a player name or :data:`BLACK`. Results and
+    priors are both made of these, as in KataGo's ``python/elo.py``."""
+
+    coefs: Mapping[str, float]
+    offset: float
+    wins: float
+    losses: float
+
+
+def likelihood_of_games(table: PairTable, black_advantage: bool = True) -> list[Likelihood]:
+    """One term per (Black, White) pair: their games aggregated, draws as half a win."""
+    terms = []
+    for (black, white), wdl in table.items():
+        if wdl.games == 0:
+            continue
+        coefs = {black: 1.0, white: -1.0}
+        if black_advantage:
+            coefs[BLACK] = 1.0
+        terms.append(Likelihood(coefs, 0.0, wdl.points, wdl.games - wdl.points))
+    return terms
+
+
+def player_prior(player: str, games: float, elo: float) -> Likelihood:
+    """``games`` virtual draws against a virtual opponent rated ``elo``."""
+    return Likelihood({player: 1.0}, -elo / ELO_PER_NAT, games / 2.0, games / 2.0)
+
+
+def black_advantage_prior(games: float) -> Likelihood:
+    """``games`` virtual games in which Black scored half: ``b`` leans towards 0."""
+    return Likelihood({BLACK: 1.0}, 0.0, games / 2.0, games / 2.0)
+
+
+def _lower(terms: list[Likelihood], a: np.ndarray, c: np.ndarray, b_row: np.ndarray,
+           index: Mapping[str, int]) -> _Terms:
+    """The terms over the free parameters θ, with ratings ``r = A·θ + c``."""
+    rows, offsets = [], []
+    for term in terms:
+        row = np.zeros(a.shape[1])
+        offset = term.offset
+        for key, coef in term.coefs.items():
+            if key == BLACK:
+                row = row + coef * b_row
+            else:
+                row = row + coef * a[index[key]]
+                offset += coef * c[index[key]]
+        rows.append(row)
+        offsets.append(offset)
+    return _Terms(rows, offsets, [t.wins for t in terms], [t.losses for t in terms])
+
+
 def bradley_terry(
     table: PairTable,
     anchor: Mapping[str, float] | None = None,
@@ -192,8 +251,28 @@ def bradley_terry(
         if not math.isfinite(value):
             raise RatingsError(f"anchor {name!r} needs a finite rating, got {value!r}")
     players = tuple(sorted(totals))
-    n = len(players)
+    free = [p for p in players if p not in anchor]
+    terms = likelihood_of_games(table, black_advantage)
+    if prior_games > 0.0:
+        centre = sum(anchor.values()) / len(anchor) if anchor else 0.0
+        terms += [player_prior(p, prior_games, centre) for p in free]
+        if black_advantage:
+            terms.append(black_advantage_prior(prior_games))
+    return fit_likelihoods(terms, players, totals, anchor, black_advantage, max_iters)
 
+
+def fit_likelihoods(
+    terms: list[Likelihood],
+    players: tuple[str, ...],
+    totals: Mapping[str, Wdl],
+    anchor: Mapping[str, float],
+    black_advantage: bool,
+    max_iters: int = 200,
+) -> BtRatings:
+    """Maximise the summed terms over the ratings (anchors fixed; without one, the mean is
+    0) and Black's advantage; stderr from the inverse Hessian."""
+    n = len(players)
+    index = {p: k for k, p in enumerate(players)}
     # Ratings in natural units are r = A·θ + c; θ also holds b last when it is fitted.
     free = [p for p in players if p not in anchor]
     size = len(free) - (0 if anchor else 1) + int(black_advantage)
@@ -201,46 +280,19 @@ def bradley_terry(
     fixed_elo = np.array([anchor.get(p, 0.0) for p in players])
     c = fixed_elo / ELO_PER_NAT
     for k, p in enumerate(free[: len(free) - (0 if anchor else 1)]):
-        a[players.index(p), k] = 1.0
+        a[index[p], k] = 1.0
     if not anchor:  # the last player is minus the sum of the others: the mean is exactly 0
         a[n - 1, : n - 1] = -1.0
     b_row = np.zeros(size)
     if black_advantage:
         b_row[-1] = 1.0
-
-    rows: list[np.ndarray] = []
-    offsets: list[float] = []
-    wins: list[float] = []
-    losses: list[float] = []
-    for (black, white), wdl in table.items():
-        if wdl.games == 0:
-            continue
-        i, j = players.index(black), players.index(white)
-        rows.append(a[i] - a[j] + b_row)
-        offsets.append(c[i] - c[j])
-        wins.append(wdl.points)
-        losses.append(wdl.games - wdl.points)
-    if prior_games > 0.0:
-        centre = (sum(anchor.values()) / len(anchor) if anchor else 0.0) / ELO_PER_NAT
-        half = prior_games / 2.0
-        for p in free:
-            i = players.index(p)
-            rows.append(a[i].copy())
-            offsets.append(c[i] - centre)
-            wins.append(half)
-            losses.append(half)
-        if black_advantage:
-            rows.append(b_row)
-            offsets.append(0.0)
-            wins.append(half)
-            losses.append(half)
     if size == 0:
         theta, iterations = np.zeros(0), 0
         cov_theta = np.zeros((0, 0))
     else:
-        terms = _Terms(rows, offsets, wins, losses)
-        theta, iterations = _newton(terms, size, max_iters)
-        cov_theta = np.linalg.inv(-terms.grad_hess(theta)[1])
+        lowered = _lower(terms, a, c, b_row, index)
+        theta, iterations = _newton(lowered, size, max_iters)
+        cov_theta = np.linalg.inv(-lowered.grad_hess(theta)[1])
 
     elos = a @ theta * ELO_PER_NAT + fixed_elo  # an anchor's row of A is 0: it stays exact
     cov = a @ cov_theta @ a.T * ELO_PER_NAT**2
@@ -264,3 +316,23 @@ def bradley_terry(
         rows=tuple(result_rows), black_advantage=b_elo, black_advantage_stderr=b_err,
         players=players, covariance=cov, iterations=iterations,
     )
+
+
+def connected_groups(table: PairTable) -> list[tuple[str, ...]]:
+    """Players split into groups that met, directly or through a chain of opponents;
+    ratings in different groups share no scale. Largest group first, then by name."""
+    parent: dict[str, str] = {}
+
+    def root(p: str) -> str:
+        while parent.setdefault(p, p) != p:
+            parent[p] = parent[parent[p]]
+            p = parent[p]
+        return p
+
+    for (black, white), wdl in table.items():
+        if wdl.games:
+            parent[root(black)] = root(white)
+    groups: dict[str, list[str]] = {}
+    for p in parent:
+        groups.setdefault(root(p), []).append(p)
+    return sorted((tuple(sorted(g)) for g in groups.values()), key=lambda g: (-len(g), g))

@@ -76,8 +76,8 @@ def write_report(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     _write(out_dir / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
-    _write(out_dir / "report.md", markdown.render(report))
-    _write(out_dir / "report.html", html.render(report))
+    _write(out_dir / "report.md", markdown.render(report, out_dir))
+    _write(out_dir / "report.html", html.render(report, out_dir))
     if console:
         print_summary(report, out_dir)
     return report

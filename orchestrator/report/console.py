@@ -16,12 +16,15 @@ def print_summary(report: dict, out_dir: Path, console: Console | None = None) -
     console = console or Console()
     totals = report["totals"]
     console.print(f"[bold]{t.title(report)}[/bold]")
+    if report.get("verdict"):
+        console.print(f"[bold]{report['verdict']['sentence']}[/bold]", highlight=False)
     reasons = ", ".join(f"{r} {n}" for r, n in report["termination"].items() if n)
     console.print(f"{totals['finished']} finished games, {totals['void']} void, "
                   f"{totals['rated']} rated ({reasons or 'none'})")
     for s in report["head_to_head"]:
         est = s["estimate"]
-        line = (f"{s['player']} vs {s['opponent']}: {t.wld(s['results'])}, "
+        line = (f"{t.name(report, s['player'])} vs {t.name(report, s['opponent'])}: "
+                f"{t.wld(s['results'])}, "
                 f"Elo {t.elo_interval(est)}, LOS {t.pct(est['los'])}")
         for sprt in s["sprt"]:
             line += f", SPRT {sprt['status']} (LLR {sprt['llr']:+.2f})"
@@ -33,7 +36,7 @@ def print_summary(report: dict, out_dir: Path, console: Console | None = None) -
         console.print(tab)
     for name, p in report["players"].items():
         if p["fallback_total"]:
-            console.print(f"{name}: {p['fallback_total']} fallbacks "
+            console.print(f"{t.name(report, name)}: {p['fallback_total']} fallbacks "
                           f"({t.pct(p['fallback_rate'], 2)} of moves asked)", highlight=False)
     if report["warnings"]:
         console.print(f"[yellow]{len(report['warnings'])} warning(s), listed in the report[/]")

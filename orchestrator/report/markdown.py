@@ -1,6 +1,10 @@
-"""``report.md``: the report's tables and key lines as GitHub-flavoured Markdown."""
+"""``report.md``: the report's tables and key lines as GitHub-flavoured Markdown,
+the verdict first."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from orchestrator.report import tables as t
 
@@ -18,14 +22,35 @@ def table(tab: t.Table) -> str:
     return "\n".join(lines)
 
 
-def render(report: dict) -> str:
-    out = [f"# {t.title(report)}", "", f"Generated {report['generated']} by go19 report "
-           "from the recordings (SGF + games.jsonl).", "", "## Runs", "",
-           table(t.runs_table(report)), "", "## Totals", "", table(t.totals_table(report)), ""]
+def verdict_box(report: dict) -> list[str]:
+    v = report.get("verdict")
+    if not v:
+        return ["> **Verdict:** no head-to-head games between two players.", ""]
+    out = [f"> **Verdict:** {v['sentence']}", ">"]
+    out += [f"> - **{label}**: {value}" for label, value in t.verdict_lines(report)]
+    return [*out, ""]
+
+
+def render(report: dict, out_dir: Path | None = None) -> str:
+    """The page; ``out_dir`` (where it is written) makes the SGF links relative to it."""
+    def sgf(game: dict) -> str:
+        target = Path(game["sgf"])
+        if out_dir is not None:
+            target = Path(os.path.relpath(target.resolve(), Path(out_dir).resolve()))
+        return f"[sgf]({target.as_posix()})"
+
+    out = [f"# {t.title(report)}", "", *verdict_box(report),
+           f"Generated {report['generated']} by go19 report "
+           "from the recordings (SGF + games.jsonl). " + t.pace_line(report), "",
+           "## Runs", "", table(t.runs_table(report)), "", "## Totals", "",
+           table(t.totals_table(report)), ""]
     for section in report["head_to_head"]:
-        out += [f"## {section['player']} vs {section['opponent']}", ""]
+        out += [f"## {t.name(report, section['player'])} vs "
+                f"{t.name(report, section['opponent'])}", ""]
         out += [f"- **{label}**: {value}" for label, value in t.head_to_head_lines(section)]
         out.append("")
+        if section["pairs"]:
+            out += ["### Opening pairs", "", table(t.pairs_table(section)), ""]
     if t.show_ratings(report):
         out += ["## Ratings", "", table(t.ratings_table(report)), "",
                 t.ratings_note(report), ""]
@@ -35,7 +60,8 @@ def render(report: dict) -> str:
             "## Fallbacks and illegal replies", "",
             "Rates are per move asked of the player (its own policy was consulted), "
             "void games included.", "", table(t.fallback_table(report)), "",
-            "## Latency", "", table(t.latency_table(report)), ""]
+            "## Latency", "", table(t.latency_table(report)), "",
+            "## Games", "", table(t.games_table(report, sgf)), ""]
     if report["notes"] or report["warnings"]:
         out += ["## Notes", ""]
         out += [f"- {note}" for note in report["notes"]]

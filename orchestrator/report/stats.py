@@ -34,17 +34,20 @@ from orchestrator.ratings import (
     Wdl,
     aggregate,
     bradley_terry,
+    connected_groups,
     estimate,
     pentanomial_from_games,
     split_by_colour,
     sprt,
 )
 from orchestrator.recordings import head_to_head, rated_game
+from orchestrator.report import series
 from orchestrator.report.load import GameData, RunData, Warn
+from orchestrator.report.names import label
+from orchestrator.report.verdict import verdict
 
 SCHEMA = 1
 REASONS = ("two-passes", "resign", "move-cap", "void")
-CURVE_POINTS = 200  # the Elo-over-games line is sampled at most this often
 LATENCY_METHOD_APPROX = (
     "pooled from each game's (n, p50, p95, max) in games.jsonl: a game's quantile "
     "function is taken as linear from p50 to p95 to max and flat at p50 below the "
@@ -174,10 +177,17 @@ def pooled_latency(summaries: Iterable[tuple[int, float, float, float]]) -> dict
         pooled.append(np.interp(u, [0.0, 0.5, 0.95, 1.0], [p50, p50, p95, peak]))
         top = max(top, peak)
     if not pooled:
-        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None}
+        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "box": None}
     samples = np.concatenate(pooled)
     p50, p95, p99 = (round(float(v), 2) for v in np.percentile(samples, [50, 95, 99]))
-    return {"n": int(samples.size), "p50": p50, "p95": p95, "p99": p99, "max": round(top, 2)}
+    return {"n": int(samples.size), "p50": p50, "p95": p95, "p99": p99, "max": round(top, 2),
+            "box": _box(samples)}
+
+
+def _box(samples: np.ndarray) -> list[float]:
+    """min, p25, p50, p75, p95 and max: the latency distribution chart's box."""
+    qs = np.percentile(samples, [0, 25, 50, 75, 95, 100])
+    return [round(float(v), 2) for v in qs]
 
 
 def exact_latency(samples: list[float]) -> dict:
@@ -185,7 +195,7 @@ def exact_latency(samples: list[float]) -> dict:
     arr = np.asarray(samples)
     p50, p95, p99 = (round(float(v), 2) for v in np.percentile(arr, [50, 95, 99]))
     return {"n": int(arr.size), "p50": p50, "p95": p95, "p99": p99,
-            "max": round(float(arr.max()), 2), "method": "exact"}
+            "max": round(float(arr.max()), 2), "box": _box(arr), "method": "exact"}
 
 
 def _players(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict[str, dict]:
@@ -269,32 +279,42 @@ def _orientation(runs: Sequence[RunData], a: str, b: str) -> tuple[str, str]:
 
 def _curve(games: Sequence[GameOutcome], player: str, opponent: str) -> list[dict]:
     """Elo and interval after the k-th game, as :func:`head_to_head_counts` would count
-    the first k games (pairs count once both games are in), at most CURVE_POINTS times.
-    Counted in one pass: the pair keys were checked by :func:`checked_pairs`."""
-    n = len(games)
-    marks = {max(1, round(n * k / CURVE_POINTS)) for k in range(1, CURVE_POINTS + 1)}
-    paired = any(g.pair is not None for g in games)
-    results = [0, 0, 0]  # games by points taken: loss, draw, win
-    penta = [0] * 5
-    pending: dict = {}
+    the first k games (pairs count once both games are in), at most CURVE_POINTS times."""
+    sampled = series.marks(len(games))
     points = []
-    for k, game in enumerate(games, 1):
-        got = game.points_for(player)
-        if not paired:
-            results[round(2 * got)] += 1
-        elif game.pair is not None:
-            if game.pair in pending:
-                penta[round(2 * (pending.pop(game.pair) + got))] += 1
-            else:
-                pending[game.pair] = got
-        if k not in marks:
+    for k, counts in series.running_counts(games, player):
+        if k not in sampled:
             continue
-        counts = Pentanomial(*penta) if paired else Wdl(results[2], results[0], results[1])
         est = estimate(counts)
         if est.elo is not None:
             points.append({"games": k, "elo": num(est.elo), "low": num(est.elo_low),
                            "high": num(est.elo_high)})
     return points
+
+
+def _llr_curve(games: Sequence[GameOutcome], player: str, config: dict) -> tuple[list, int | None]:
+    """The LLR after the k-th game (sampled as the Elo curve) and the first game at which
+    it reached a bound (None if it never did)."""
+    args = (float(config["elo0"]), float(config["elo1"]), float(config["alpha"]),
+            float(config["beta"]), config["model"])
+    sampled = series.marks(len(games))
+    points, decided_at, unsampled = [], None, []
+    for k, counts in series.running_counts(games, player):
+        if decided_at is not None:
+            break
+        if k not in sampled:
+            unsampled.append((k, counts))
+            continue
+        result = sprt(counts, *args)
+        if result.decision is not None:  # find the first game between the samples
+            for j, c in unsampled:
+                if sprt(c, *args).decision is not None:
+                    decided_at = j
+                    break
+            decided_at = decided_at or k
+        unsampled = []
+        points.append({"games": k, "llr": result.llr})
+    return points, decided_at
 
 
 def _sprt_config(run: RunData, warn: Warn) -> dict | None:
@@ -325,6 +345,7 @@ def _sprt(run: RunData, warn: Warn) -> dict | None:
         warn(f"{run.path}: SPRT not computed: {exc}")
         return None
     status = {"H1": "accepted H1", "H0": "accepted H0", None: "continue"}[result.decision]
+    curve, decided_at = _llr_curve(games, black, config)
     return {
         "run": run.run_id, "player": black, "opponent": white,
         "elo0": config["elo0"], "elo1": config["elo1"], "alpha": config["alpha"],
@@ -333,11 +354,13 @@ def _sprt(run: RunData, warn: Warn) -> dict | None:
         "samples": counts.pairs if isinstance(counts, Pentanomial) else counts.games,
         "llr": result.llr, "lower": result.lower, "upper": result.upper,
         "decision": result.decision, "status": status,
+        "curve": curve, "decided_at": decided_at,
     }
 
 
 def _head_to_head(runs: Sequence[RunData], outcomes: Sequence[GameOutcome],
-                  sprts: Sequence[dict], warn: Warn) -> list[dict]:
+                  sprts: Sequence[dict], warn: Warn,
+                  recorded: Sequence[GameData] = ()) -> list[dict]:
     pairs = sorted({tuple(sorted((g.black, g.white))) for g in outcomes})
     sections = []
     for a, b in pairs:
@@ -360,23 +383,15 @@ def _head_to_head(runs: Sequence[RunData], outcomes: Sequence[GameOutcome],
             "estimate_games": _estimate(estimate(split.overall)),
             "curve": _curve(games, player, opponent),
             "sprt": [s for s in sprts if {s["player"], s["opponent"]} == {a, b}],
+            "pairs": series.pairs_table(recorded, player, opponent) if penta else [],
         })
     return sections
 
 
-def _ratings(outcomes: Sequence[GameOutcome], anchor: Mapping[str, float] | None,
-             warn: Warn) -> dict | None:
-    table = aggregate(outcomes)
-    players = sorted({p for pair in table for p in pair})
-    if len(players) < 2:
-        return None
+def _fit_group(table: dict, group: tuple[str, ...], anchor: dict[str, float]) -> dict:
     default = not anchor
-    anchor = dict(anchor) if anchor else {players[0]: 0.0}
-    try:
-        fit = bradley_terry(table, anchor=anchor)
-    except RatingsError as exc:
-        warn(f"ratings not computed: {exc}")
-        return {"error": str(exc), "anchor": anchor, "anchor_default": default}
+    anchor = anchor or {group[0]: 0.0}
+    fit = bradley_terry({k: v for k, v in table.items() if k[0] in group}, anchor=anchor)
     rows = []
     for upper, lower in zip(fit.rows, [*fit.rows[1:], None], strict=True):
         rows.append({
@@ -385,12 +400,43 @@ def _ratings(outcomes: Sequence[GameOutcome], anchor: Mapping[str, float] | None
             "draws": upper.draws,
             "los_next": fit.los(upper.player, lower.player) if lower else None,
         })
+    return {"players": list(group), "anchor": anchor, "anchor_default": default,
+            "black_advantage": fit.black_advantage,
+            "black_advantage_stderr": fit.black_advantage_stderr, "rows": rows}
+
+
+def _ratings(outcomes: Sequence[GameOutcome], anchor: Mapping[str, float] | None,
+             warn: Warn) -> dict | None:
+    """Bradley–Terry ratings, one fit per group of players connected by games: players
+    who never met, even through a chain of opponents, share no scale."""
+    table = aggregate(outcomes)
+    groups = [g for g in connected_groups(table) if len(g) >= 2]
+    if not groups:
+        return None
+    anchor = dict(anchor or {})
+    default = not anchor
+    try:
+        missing = next((a for a in anchor if not any(a in g for g in groups)), None)
+        if missing is not None:
+            raise RatingsError(f"anchor {missing!r} played no games")
+        fits = [_fit_group(table, g, {a: v for a, v in anchor.items() if a in g})
+                for g in groups]
+    except RatingsError as exc:
+        warn(f"ratings not computed: {exc}")
+        return {"error": str(exc), "anchor": anchor or {groups[0][0]: 0.0},
+                "anchor_default": default}
+    if len(fits) > 1:
+        warn(f"the players form {len(fits)} groups that never met (directly or through "
+             "common opponents); each group is rated on its own scale")
+    rows = [{**row, "group": k} for k, fit in enumerate(fits) for row in fit["rows"]]
     return {
         "method": "Bradley-Terry maximum likelihood with a Black-advantage term "
                   "(2 virtual draws per player as prior)",
-        "anchor": anchor, "anchor_default": default,
-        "black_advantage": fit.black_advantage,
-        "black_advantage_stderr": fit.black_advantage_stderr,
+        "anchor": {a: v for fit in fits for a, v in fit["anchor"].items()},
+        "anchor_default": default,
+        "black_advantage": fits[0]["black_advantage"],
+        "black_advantage_stderr": fits[0]["black_advantage_stderr"],
+        "groups": fits,
         "rows": rows,
     }
 
@@ -409,6 +455,18 @@ def _run_summary(run: RunData, sprt_result: dict | None) -> dict:
     }
 
 
+def _main_section(runs: Sequence[RunData], sections: Sequence[dict]) -> dict | None:
+    """The head-to-head the runs were set up for (the first run's pairing), else the one
+    with the most games."""
+    for run in runs:
+        pairing = run.matchup.get("pairing") or {}
+        for section in sections:
+            if (section["player"], section["opponent"]) == (pairing.get("black"),
+                                                            pairing.get("white")):
+                return section
+    return max(sections, key=lambda s: s["games"], default=None)
+
+
 def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: Warn) -> dict:
     """The whole report as plain JSON-ready values (see the module docstring)."""
     games = chronological(runs)
@@ -416,20 +474,32 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
     sprts = {run.run_id: _sprt(run, warn) for run in runs}
     ratings = _ratings(outcomes, anchor, warn)
     players = _players(games, outcomes)
+    head = _head_to_head(runs, outcomes, [s for s in sprts.values() if s], warn, games)
+    main = _main_section(runs, head)
     notes = []
     if any(p["latency_ms"]["n"] and p["latency_ms"]["method"] != "exact"
            for p in players.values()):
         notes.append(f"latency percentiles are {LATENCY_METHOD_APPROX}")
     if any(g.line.black == g.line.white for g in games):
         notes.append("self-play games count in totals and fallback rates, not in results")
+    if ratings and len(ratings.get("groups", ())) > 1:
+        notes.append(f"the players form {len(ratings['groups'])} groups that never met, "
+                     "directly or through common opponents: each group is rated on its own "
+                     "scale, and ratings in different groups cannot be compared")
     return {
         "schema": SCHEMA,
         "runs": [_run_summary(run, sprts[run.run_id]) for run in runs],
+        "labels": {name: label(name, p["meta"]) for name, p in players.items()},
+        "verdict": verdict(main) if main else None,
         "totals": _totals(runs, games),
+        "pace": series.pace(runs),
         "termination": _termination(games),
         "lengths": _lengths(games),
+        "margins": series.margins(games, main["player"] if main else None),
         "players": players,
-        "head_to_head": _head_to_head(runs, outcomes, [s for s in sprts.values() if s], warn),
+        "fallback_curves": series.fallback_curves(games, [_asked(g) for g in games]),
+        "head_to_head": head,
         "ratings": ratings,
+        "games": series.games_table(games, runs),
         "notes": notes,
     }

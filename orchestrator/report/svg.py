@@ -224,3 +224,111 @@ def histogram(edges: Sequence[float], counts: Sequence[int], title: str, x_label
                 f'stroke="{AXIS}"/>')
     body.append(_text(left + plot_w / 2, height - 8, x_label, "middle"))
     return _svg(height, body, title)
+
+
+def lines(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+    x_range: tuple[float, float],
+    title: str,
+    x_label: str,
+    y_label: str,
+    rules: Sequence[tuple[float, str]] = (),
+    percent: bool = False,
+) -> str:
+    """One polyline per ``(name, points)`` and a dashed horizontal rule per
+    ``(y, label)`` (SPRT bounds, say); ``percent`` shows y values times 100 with ``%``."""
+    left, right, top, bottom = 64, 20, 44, 44
+    height = 300
+    plot_w, plot_h = WIDTH - left - right, height - top - bottom
+    ys = [y for _, pts in series for _, y in pts] + [y for y, _ in rules] + [0.0]
+    y_ticks = ticks(min(ys), max(ys))
+    y_lo, y_hi = y_ticks[0], y_ticks[-1]
+    x_lo, x_hi = x_range
+    if x_hi <= x_lo:
+        x_lo, x_hi = x_lo - 1, x_lo + 1
+
+    def sx(x: float) -> float:
+        return left + 8 + (x - x_lo) / (x_hi - x_lo) * (plot_w - 16)
+
+    def sy(y: float) -> float:
+        return top + (y_hi - y) / (y_hi - y_lo) * plot_h
+
+    body = [_text(8, 16, title, extra=' font-weight="bold"')]
+    body += _legend([(name, SERIES[i % len(SERIES)]) for i, (name, _) in enumerate(series)],
+                    left, 34)
+    for t in y_ticks:
+        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{sy(t):.1f}" '
+                    f'y2="{sy(t):.1f}" stroke="{GRID}"/>')
+        body.append(_text(left - 6, sy(t) + 4, _fmt(100 * t) + " %" if percent else _fmt(t),
+                          "end"))
+    for t in ticks(x_lo, x_hi, 6, whole=True):
+        if x_lo <= t <= x_hi:
+            body.append(_text(sx(t), top + plot_h + 16, _fmt(t), "middle"))
+    for y, name in rules:
+        body.append(f'<line class="rule" x1="{left}" x2="{left + plot_w}" y1="{sy(y):.1f}" '
+                    f'y2="{sy(y):.1f}" stroke="{LOSS}" stroke-dasharray="6 4"/>')
+        body.append(_text(left + plot_w - 4, sy(y) - 4, name, "end", fill=LOSS))
+    for i, (name, pts) in enumerate(series):
+        colour = SERIES[i % len(SERIES)]
+        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
+        body.append(f'<polyline class="series" points="{coords}" fill="none" '
+                    f'stroke="{colour}" stroke-width="2"><title>{escape(name)}</title>'
+                    "</polyline>")
+        if len(pts) <= 60:
+            body += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{colour}"/>'
+                     for x, y in pts]
+    body.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" '
+                f'fill="none" stroke="{AXIS}"/>')
+    body.append(_text(left + plot_w / 2, height - 8, x_label, "middle"))
+    body.append(_text(14, top + plot_h / 2, y_label, "middle",
+                      extra=f' transform="rotate(-90 14 {top + plot_h / 2:.1f})"'))
+    return _svg(height, body, title)
+
+
+def boxes(rows: Sequence[tuple[str, Sequence[float]]], title: str, unit: str = "") -> str:
+    """A horizontal box per row from ``(min, p25, p50, p75, p95, max)``: whiskers from
+    min to p95, the box p25–p75, a tick at the median, a dot at the maximum; log scale
+    when the values span more than a factor of 20."""
+    left, right, top, row_h = 170, 30, 44, 30
+    height = top + row_h * max(len(rows), 1) + 30
+    plot_w = WIDTH - left - right
+    values = [v for _, box in rows for v in box if v is not None]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    log = low > 0 and high / low > 20
+    if log:
+        lo, hi = math.log10(low), math.log10(high)
+        tick_values = [10.0 ** e for e in range(math.floor(lo), math.ceil(hi) + 1)]
+    else:
+        tick_values = ticks(0.0, high or 1.0)
+        lo, hi = tick_values[0], tick_values[-1]
+    if log:
+        lo, hi = math.log10(tick_values[0]), math.log10(tick_values[-1])
+
+    def sx(v: float) -> float:
+        pos = math.log10(max(v, 1e-9)) if log else v
+        return left + (pos - lo) / ((hi - lo) or 1.0) * plot_w
+
+    body = [_text(8, 16, title, extra=' font-weight="bold"'),
+            _text(left, 34, ("log scale, " if log else "") +
+                  "whiskers min–p95, box p25–p75, bar median, dot max")]
+    bottom = top + row_h * max(len(rows), 1)
+    for t in tick_values:
+        body.append(f'<line x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{top}" y2="{bottom}" '
+                    f'stroke="{GRID}"/>')
+        body.append(_text(sx(t), bottom + 16, _fmt(t) + unit, "middle"))
+    for i, (label, box) in enumerate(rows):
+        y = top + i * row_h + row_h / 2
+        body.append(_text(left - 8, y + 4, label, "end", fill="#222"))
+        mn, q1, med, q3, p95, mx = box
+        colour = SERIES[i % len(SERIES)]
+        body.append(f'<line x1="{sx(mn):.1f}" x2="{sx(p95):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                    f'stroke="{colour}"/>')
+        body.append(f'<rect class="box" x="{sx(q1):.1f}" y="{y - 8:.1f}" '
+                    f'width="{max(sx(q3) - sx(q1), 1):.1f}" height="16" fill="{colour}" '
+                    f'fill-opacity="0.35" stroke="{colour}"><title>{escape(label)}: median '
+                    f"{_fmt(med)}{unit}, p25–p75 {_fmt(q1)}–{_fmt(q3)}{unit}, p95 "
+                    f"{_fmt(p95)}{unit}, max {_fmt(mx)}{unit}</title></rect>")
+        body.append(f'<line x1="{sx(med):.1f}" x2="{sx(med):.1f}" y1="{y - 8:.1f}" '
+                    f'y2="{y + 8:.1f}" stroke="{colour}" stroke-width="3"/>')
+        body.append(f'<circle cx="{sx(mx):.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
+    return _svg(height, body, title)

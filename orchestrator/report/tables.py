@@ -13,6 +13,11 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
 
 
+def name(report: dict, player: str) -> str:
+    """The player's key with its adapter/model (or engine), as people know it."""
+    return report.get("labels", {}).get(player, player)
+
+
 def show_ratings(report: dict) -> bool:
     """The ratings table is for several players or several runs; two players in one
     run get the head-to-head section instead."""
@@ -66,7 +71,9 @@ def runs_table(report: dict) -> Table:
     for run in report["runs"]:
         pairing = run["pairing"] or {}
         rows.append((
-            run["run_id"], f"{pairing.get('black', '?')} vs {pairing.get('white', '?')}",
+            run["run_id"],
+            f"{name(report, pairing.get('black', '?'))} vs "
+            f"{name(report, pairing.get('white', '?'))}",
             str(run["size"] or "?"), str(run["komi"] if run["komi"] is not None else "?"),
             str(run["finished"]), str(run["void"]),
             str(run["games_target"] if run["games_target"] is not None else "?"),
@@ -126,20 +133,30 @@ def head_to_head_lines(section: dict) -> list[tuple[str, str]]:
 
 
 def ratings_table(report: dict) -> Table:
+    """Ranked within each group of connected players (a "group" column when several)."""
     rows = []
-    for rank, row in enumerate(report["ratings"]["rows"], 1):
+    grouped = len(report["ratings"].get("groups", ())) > 1
+    ranks: dict[int, int] = {}
+    for row in report["ratings"]["rows"]:
+        rank = ranks[row.get("group", 0)] = ranks.get(row.get("group", 0), 0) + 1
         rows.append((
-            str(rank), row["player"], elo(row["elo"]), f"{row['stderr']:.1f}",
+            *((str(row["group"] + 1),) if grouped else ()),
+            str(rank), name(report, row["player"]), elo(row["elo"]), f"{row['stderr']:.1f}",
             str(row["games"]), f"{row['wins']}–{row['losses']}–{row['draws']}",
             pct(row["los_next"]) if row["los_next"] is not None else "",
         ))
-    return Table(("#", "player", "Elo", "± (1σ)", "games", "W–L–D", "LOS over next"),
-                 tuple(rows))
+    return Table((*(("group",) if grouped else ()), "#", "player", "Elo", "± (1σ)", "games",
+                  "W–L–D", "LOS over next"), tuple(rows))
 
 
 def ratings_note(report: dict) -> str:
     r = report["ratings"]
     anchor = ", ".join(f"{k} = {v:g}" for k, v in r["anchor"].items())
+    groups = len(r.get("groups", ()))
+    if groups > 1:
+        anchor += (f"; the players form {groups} groups that never met (directly or through "
+                   "common opponents), each rated on its own scale: compare ratings only "
+                   "within a group")
     text = f"Anchor: {anchor}" + (" (default: the first player by name; choose with "
                                   "--anchor PLAYER=ELO)" if r["anchor_default"] else "") + "."
     if r.get("black_advantage") is not None:
@@ -150,8 +167,9 @@ def ratings_note(report: dict) -> str:
 
 def colour_table(report: dict) -> Table:
     rows = []
-    for name, p in report["players"].items():
-        rows.append((name, wld(p["results"]), wld(p["as_black"]), wld(p["as_white"]),
+    for player, p in report["players"].items():
+        rows.append((name(report, player), wld(p["results"]), wld(p["as_black"]),
+                     wld(p["as_white"]),
                      pct(_score(p["as_black"])), pct(_score(p["as_white"]))))
     return Table(("player", "W–L overall", "as Black", "as White", "score as Black",
                   "score as White"), tuple(rows))
@@ -172,7 +190,7 @@ def lengths_line(report: dict) -> str:
 
 def fallback_table(report: dict) -> Table:
     rows = []
-    for name, p in report["players"].items():
+    for player, p in report["players"].items():
         asked = str(p["moves_asked"])
         if p["moves_asked_estimated_games"]:
             asked += f" (≈, {p['moves_asked_estimated_games']} games without SGF)"
@@ -180,7 +198,8 @@ def fallback_table(report: dict) -> Table:
             f"{r} {c} ({pct(p['fallback_rate_by_reason'][r], 2)})"
             for r, c in p["fallbacks"].items() if c
         )
-        rows.append((name, asked, f"{p['fallback_total']} ({pct(p['fallback_rate'], 2)})",
+        rows.append((name(report, player), asked,
+                     f"{p['fallback_total']} ({pct(p['fallback_rate'], 2)})",
                      f"{p['illegal']} ({pct(p['illegal_rate'], 2)})", reasons or "none"))
     return Table(("player", "moves asked", "fallbacks", "illegal replies", "by reason"),
                  tuple(rows))
@@ -188,10 +207,78 @@ def fallback_table(report: dict) -> Table:
 
 def latency_table(report: dict) -> Table:
     rows = []
-    for name, p in report["players"].items():
+    for player, p in report["players"].items():
         lat = p["latency_ms"]
         endpoint = ", ".join(p["endpoints"]) or p["meta"].get("command") or p["kind"] or "?"
-        rows.append((name, endpoint, str(lat["n"]), ms(lat["p50"]), ms(lat["p95"]),
+        rows.append((name(report, player), endpoint, str(lat["n"]), ms(lat["p50"]), ms(lat["p95"]),
                      ms(lat["p99"]), ms(lat["max"])))
     return Table(("player", "endpoint", "replies", "p50 ms", "p95 ms", "p99 ms", "max ms"),
+                 tuple(rows))
+
+
+def verdict_lines(report: dict) -> list[tuple[str, str]]:
+    """The verdict box's key lines (its sentence is ``report["verdict"]["sentence"]``)."""
+    v = report["verdict"]
+    r = v["results"]
+    lines = [
+        ("stronger", name(report, v["stronger"]) if v["stronger"] else "not decided yet"),
+        (f"Elo of {v['player']} (95 %)",
+         f"{elo(v['elo'])} [{elo(v['elo_low'])}, {elo(v['elo_high'])}] "
+         f"({v['kind']}, {v['samples']} {v['counts']})"),
+        ("LOS", pct(v["los"])),
+        ("games", f"{v['games']}: {wld(r)} W–L{'–D' if r['draws'] else ''} for {v['player']}"),
+    ]
+    s = v["sprt"]
+    if s is not None:
+        at = f" at game {s['decided_at']}" if s["decided_at"] else ""
+        lines.append((f"SPRT [{s['elo0']:g}, {s['elo1']:g}]",
+                      f"{s['status']}{at}: LLR {s['llr']:+.2f} in "
+                      f"({s['lower']:+.2f}, {s['upper']:+.2f})"))
+    return lines
+
+
+def duration(seconds: float) -> str:
+    h, rem = divmod(int(round(seconds)), 3600)
+    return f"{h} h {rem // 60:02d} min" if h else f"{rem // 60} min {rem % 60:02d} s"
+
+
+def pace_line(report: dict) -> str:
+    pace = report["pace"]
+    if not pace["duration_s"]:
+        return "Run duration unknown (no game timestamps)."
+    return (f"Run duration {duration(pace['duration_s'])} (first game started to last "
+            f"finished): {_rate(pace['games_per_hour'])} games/hour, "
+            f"{_rate(pace['moves_per_s'])} moves/s.")
+
+
+def _rate(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def games_table(report: dict, sgf_cell) -> Table:
+    """Every recorded game; ``sgf_cell(row)`` writes the SGF column (a link, a path)."""
+    several = len(report["runs"]) > 1
+    rows = []
+    for g in report["games"]:
+        fb = ", ".join(f"{n} {c}" for n, c in sorted(g["fallbacks"].items())) or "0"
+        rows.append((
+            *((g["run"],) if several else ()), str(g["game"]),
+            "" if g["pair"] is None else str(g["pair"]), g["black"], g["white"],
+            g["result"], g["reason"], str(g["moves"]), fb, sgf_cell(g),
+        ))
+    return Table((*(("run",) if several else ()), "game", "opening pair", "black", "white",
+                  "result", "ended by", "moves", "fallbacks", "SGF"), tuple(rows))
+
+
+PAIR_POINTS = {0.0: "0 (lost both)", 0.5: "½", 1.0: "1 (one each)", 1.5: "1½",
+               2.0: "2 (won both)"}
+
+
+def pairs_table(section: dict) -> Table:
+    rows = []
+    for p in section["pairs"]:
+        rows.append((str(p["pair"]), p["opening"], ", ".join(map(str, p["games"])),
+                     ", ".join(p["results"]),
+                     "incomplete" if p["points"] is None else PAIR_POINTS[p["points"]]))
+    return Table(("pair", "opening", "games", "results", f"points for {section['player']}"),
                  tuple(rows))

@@ -136,3 +136,34 @@ def test_empty_table_and_unknown_player() -> None:
     fit = bradley_terry({("a", "b"): Wdl(1, 1, 0)})
     with pytest.raises(RatingsError, match="'x'"):
         fit.los("a", "x")
+
+
+def test_terms_and_priors_compose_into_the_same_fit() -> None:
+    # The fit of likelihood_of_games plus explicit priors is bradley_terry's own fit.
+    from orchestrator.ratings.bt import (
+        black_advantage_prior,
+        fit_likelihoods,
+        likelihood_of_games,
+        player_prior,
+    )
+
+    table = {("a", "b"): Wdl(7, 3, 0), ("b", "c"): Wdl(6, 4, 1), ("c", "a"): Wdl(2, 8, 0)}
+    terms = likelihood_of_games(table)
+    assert len(terms) == 3 and terms[0].coefs == {"a": 1.0, "b": -1.0, "<black advantage>": 1.0}
+    terms += [player_prior(p, 2.0, 0.0) for p in ("a", "c")] + [black_advantage_prior(2.0)]
+    totals = {"a": Wdl(15, 5, 0), "b": Wdl(9, 11, 1), "c": Wdl(6, 14, 1)}
+    composed = fit_likelihoods(terms, ("a", "b", "c"), totals, {"b": 0.0}, True)
+    direct = bradley_terry(table, anchor={"b": 0.0})
+    for p in "abc":
+        assert composed.elo(p) == pytest.approx(direct.elo(p), abs=1e-9)
+        assert composed.row(p).stderr == pytest.approx(direct.row(p).stderr, abs=1e-9)
+
+
+def test_connected_groups_split_players_who_never_met() -> None:
+    from orchestrator.ratings import connected_groups
+
+    table = {("a", "b"): Wdl(1, 1, 0), ("c", "b"): Wdl(2, 0, 0), ("x", "y"): Wdl(3, 1, 0),
+             ("z", "w"): Wdl()}  # no games: z and w are not connected by it
+    assert connected_groups(table) == [("a", "b", "c"), ("x", "y")]
+    assert connected_groups({("a", "b"): Wdl(1, 0, 0), ("b", "c"): Wdl(0, 1, 0)}) == [
+        ("a", "b", "c")]

@@ -62,7 +62,10 @@ def journal_line(run: str, game: Game, players: dict[str, dict]) -> dict:
         "void": game.void, "black": game.black, "white": game.white,
         "players": {n: players[n] for n in names}, "size": 9, "komi": 2.5, "handicap": 0,
         "result": sgf_text(game).split("RE[")[1].split("]")[0],
-        "winner": game.winner, "reason": game.reason, "score": None, "moves": game.moves,
+        "winner": game.winner, "reason": game.reason, "moves": game.moves,
+        # as the SGF's RE: Black's margin after komi when counted, none on resign or void
+        "score": {"black": 3.5, "white": -3.5, "draw": 0.0}.get(game.winner)
+        if game.reason in ("two-passes", "move-cap") else None,
         "opening": (
             {"id": f"o{game.pair}", "plies": game.opening_plies, "pair": game.pair}
             if game.opening_plies or game.pair is not None else None

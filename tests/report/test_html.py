@@ -46,7 +46,13 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_page_is_self_contained(page: Path) -> None:
     text = page.read_text()
     assert not re.search(r"<(script|link|img|iframe)\b", text)
-    assert not re.search(r"\b(src|href)=", text)
+    assert not re.search(r"\bsrc=", text)
+    # the only links are the per-game table's, to each SGF, relative to the report
+    links = re.findall(r'href="([^"]*)"', text)
+    assert len(links) == 11
+    assert all(link.startswith("../rec/known-20260101-000000/") and link.endswith(".sgf")
+               for link in links)
+    assert (page.parent / links[-1]).resolve().is_file()
     assert "@import" not in text and "url(" not in text
 
 
@@ -54,8 +60,16 @@ def test_dom_has_the_charts_and_console_is_silent(page: Path, tmp_path: Path) ->
     result = chromium(tmp_path, "--dump-dom", page.as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
     dom = result.stdout
-    # Elo curve, colours, lengths, terminations, fallbacks, latency
-    assert dom.count("<svg") == 6
+    # Elo and LLR curves, colours, lengths, margins, terminations, fallbacks by reason and
+    # over the run, latency bars and distribution
+    assert dom.count("<svg") == 10
+    for title in ("Elo of alpha", "log-likelihood ratio", "Results by colour",
+                  "Game length", "Margin of victory", "How games ended",
+                  "Fallbacks by reason", "Fallbacks per move asked over the run",
+                  "Reply latency per player", "Reply latency distribution"):
+        assert re.search(f"<title>[^<]*{title}", dom), title
+    assert dom.count('class="rule"') == 2  # the SPRT bounds
+    assert dom.index('class="verdict') < dom.index("<svg")  # the verdict comes first
     assert dom.count('class="ci-band"') == 1 and dom.count('class="elo-line"') == 1
     assert dom.count('class="bar"') >= 10
     console = [line for line in result.stderr.splitlines() if ":CONSOLE" in line]

@@ -163,7 +163,9 @@ def test_files_written_and_json_round_trips(run_dir: Path, tmp_path: Path) -> No
     report = write_report([run_dir], out)
     assert json.loads((out / "report.json").read_text()) == report
     md = (out / "report.md").read_text()
-    assert "## alpha vs beta" in md
+    # names people know: the adapter beside the key, the engine beside gnugo's
+    assert "## alpha · a1 vs beta · gnugo" in md
+    assert md.index("> **Verdict:**") < md.index("## Runs")
     assert "+147.2 ± 387.4" in md
     assert "91.6 %" in md  # LOS
     assert "## Ratings" not in md  # one run, two players: the head-to-head says it all
