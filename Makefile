@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint test-faults katago clean
+.PHONY: test test-faults test-fuzz demo bench lint katago clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ test: $(STAMP)
 
 test-faults: $(STAMP)
 	$(PY) -m pytest -q -m slow
+
+# Property tests with fresh random examples (at least FUZZ_EXAMPLES each); the example
+# database lives in ~/.cache/go19/hypothesis, see tests/conftest.py.
+FUZZ_EXAMPLES ?= 1000
+test-fuzz: $(STAMP)
+	GO19_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -m hypothesis --hypothesis-profile=fuzz
 
 demo: $(STAMP)
 	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20
