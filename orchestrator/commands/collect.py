@@ -10,6 +10,7 @@ import trio
 
 from orchestrator.collect.matchup import MatchupError
 from orchestrator.collect.run import CollectError, CollectOptions, RunSummary, collect
+from orchestrator.commands import examples
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,20 +20,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Play N finished games between the players of a matchup file, refereed "
         "under area scoring with positional superko; record every game as SGF plus one line "
         "in games.jsonl under recordings/<run>/, then write a report.",
+        epilog=examples(
+            "go19 collect --matchup matchups/demo.toml --games 20",
+            "go19 collect --matchup matchups/demo.toml --resume",
+        ),
     )
     parser.add_argument("--matchup", type=Path, required=True, help="matchup TOML file")
-    parser.add_argument("--games", type=int, help="finished non-void games wanted")
+    parser.add_argument("--games", type=int, help="finished non-void games wanted "
+                        "(default: the matchup's [run] games)")
     parser.add_argument(
         "--resume",
         nargs="?",
         const=True,
         default=False,
         metavar="RUN_DIR",
-        help="continue the latest unfinished run of this matchup, or the given run folder",
+        help="continue the latest unfinished run of this matchup, or the given run folder "
+        "(default: start a new run)",
     )
-    parser.add_argument("--recordings", type=Path, default=Path("recordings"))
-    parser.add_argument("--reports", type=Path, default=Path("reports"))
-    parser.add_argument("--no-dashboard", action="store_true", help="plain log lines instead")
+    parser.add_argument("--recordings", type=Path, default=Path("recordings"),
+                        help="folder of the run folders")
+    parser.add_argument("--reports", type=Path, default=Path("reports"),
+                        help="folder of the end-of-run reports")
+    parser.add_argument("--no-dashboard", action="store_true",
+                        help="plain log lines instead of the live dashboard (they are "
+                        "the default when stdout is not a terminal)")
     parser.add_argument("--no-report", action="store_true", help="skip the end-of-run report")
     parser.set_defaults(func=run)
 

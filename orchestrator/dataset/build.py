@@ -316,6 +316,15 @@ class _Builder:
         self.table.close()
 
 
+class EmptyDataset(DatasetError):
+    """``build(refuse_empty=True)`` found no sample to write; ``counts`` says what the
+    inputs held. Nothing was written."""
+
+    def __init__(self, counts: Counts) -> None:
+        super().__init__(f"no samples from {counts.files} files ({counts.games} games)")
+        self.counts = counts
+
+
 def _check_out(out: Path, force: bool) -> None:
     if not out.exists():
         return
@@ -355,11 +364,13 @@ def build(
     stages: Sequence[Stage] = (),
     progress: Callable[[Counts], None] | None = None,
     join: Join | None = None,
+    refuse_empty: bool = False,
 ) -> dict:
     """Build a dataset folder at ``out`` from SGF files and folders; return its manifest.
 
     Raises :class:`DatasetError` (one line) for unusable input or output paths.
-    Nothing appears at ``out`` until the build is complete.
+    Nothing appears at ``out`` until the build is complete, nor at all when
+    ``refuse_empty`` and no sample was kept (:class:`EmptyDataset`).
     """
     inputs = [Path(p) for p in inputs]
     out = Path(out)
@@ -378,6 +389,8 @@ def build(
             if progress is not None and n % 1000 == 0:
                 progress(builder.counts)
         builder.finish()
+        if refuse_empty and builder.counts.samples == 0:
+            raise EmptyDataset(builder.counts)
         manifest = {
             "format": FORMAT,
             "go19_version": __version__,
