@@ -1,0 +1,20 @@
+"""`.ci/run` runs what `make test` runs, and ends with it: CI's last line is pytest's
+summary and CI's status is pytest's (exit 5, "no tests ran", included)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from tests.conftest import REPO
+
+
+def test_ci_ends_by_running_the_tests_of_make_test() -> None:
+    script = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    commands = [line for line in script if line and not line.startswith("#")]
+    last = shlex.split(commands[-1])
+    assert last[:4] == ["exec", ".venv/bin/python", "-m", "pytest"]
+    recipe = re.search(r"^test: .*\n\t(.+)$", (REPO / "Makefile").read_text(), re.M)[1]
+    assert shlex.split(recipe) == ["$(PY)", "-m", "pytest", *last[4:]]
+    needed = {"gnugo", "chromium", "chromium-driver"}
+    assert needed <= set(re.findall(r"missing\+=\(([\w-]+)\)", "\n".join(script)))
