@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from orchestrator.commands import examples
 from orchestrator.sgf import SgfError, SgfGame, read_games, replay
 
 
@@ -24,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "every game's main line under area rules with positional superko and print one "
         "line per game: ok with its move count and result, or the reason it was rejected. "
         "Exits 0 when it ran, even if files were rejected; 2 when there was no SGF file.",
-        epilog=examples("go19 replay ../shared/sgf/real --require-19",
-                        "go19 replay recordings/demo-20261130-150000 --json > replay.jsonl"),
+        epilog="examples:\n  go19 replay ../shared/sgf/real --require-19\n"
+        "  go19 replay recordings/demo-20261130-150000 --json > replay.jsonl",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or folder")
     parser.add_argument(
