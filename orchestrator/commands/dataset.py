@@ -135,8 +135,9 @@ def _nothing(counts: Counts, out: Path) -> str:
     if counts.games_kept == 0:
         return f"no usable game, nothing written to {out}: {found}"
     excluded = ", ".join(f"{k} {n}" for k, n in sorted(counts.excluded.items()) if n)
-    return (f"no samples, nothing written to {out}: {found}; the {counts.games_kept} games "
-            f"kept have {counts.positions} positions: excluded {excluded or 'none'}, "
+    kept = counts.games_kept
+    return (f"no samples, nothing written to {out}: {found}; {kept} game{'' if kept == 1 else 's'}"
+            f" kept, {counts.positions} positions: excluded {excluded or 'none'}, "
             f"duplicates {counts.duplicates}")
 
 

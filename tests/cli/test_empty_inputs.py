@@ -102,7 +102,7 @@ def test_dataset_build_whose_options_keep_no_sample(tmp_path) -> None:
     out = tmp_path / "out"
     line = one_line(go19("dataset", "build", tmp_path / "in", "--out", out, "--winner-only"))
     assert line == (f"dataset build: no samples, nothing written to {out}: 1 SGF file, "
-                    "1 game: rejected 0, skipped 0; the 1 games kept have 102 positions: "
+                    "1 game: rejected 0, skipped 0; 1 game kept, 102 positions: "
                     "excluded no winner 102, duplicates 0")
     assert not out.exists()
 
