@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint test-faults katago clean
+.PHONY: test test-faults test-fuzz demo bench lint katago clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,15 @@ test: $(STAMP)
 
 test-faults: $(STAMP)
 	$(PY) -m pytest -q -m slow
+
+# Property tests with fresh random examples (at least FUZZ_EXAMPLES each, ~2 min at 1000);
+# the example database lives in ~/.cache/go19/hypothesis, see tests/conftest.py.
+# FUZZ_SELECT=hypothesis adds the heavy fuzzers of test-faults (100 000 examples each).
+FUZZ_EXAMPLES ?= 1000
+FUZZ_SELECT ?= hypothesis and not slow
+test-fuzz: $(STAMP)
+	GO19_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -m "$(FUZZ_SELECT)" \
+		--hypothesis-profile=fuzz
 
 demo: $(STAMP)
 	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20

@@ -9,32 +9,60 @@ it works.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+from typing import Any
 
 from orchestrator import __version__
+from orchestrator.commands import (
+    HelpFormatter,
+    collect,
+    dataset,
+    examples,
+    label,
+    ping,
+    replay,
+    report,
+    serve,
+)
 
-COMMANDS: tuple[str, ...] = (
-    "replay",
-    "collect",
-    "serve",
-    "ping",
-    "report",
-    "dataset",
-    "label",
+# `go19 --help` lists them in this order: the workflow first (collect games, report on
+# them, check SGF files, build a dataset, label it), then the tools around it. A new
+# command goes where it fits the workflow; a web UI to play in goes after `ping`.
+COMMANDS = (
+    collect,
+    report,
+    replay,
+    dataset,
+    label,
+    serve,
+    ping,
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """go19's parsers, subcommands' included (argparse makes those of the parent's
+    class): the help layout of :class:`HelpFormatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="go19",
         description="Collect, referee, rate and turn into datasets games between Go players "
-        "speaking GO19, GTP engines and the built-in heuristic AI.",
+        "speaking GO19, GTP engines and the built-in heuristic AI. `go19 COMMAND --help` "
+        "gives a command's options and examples.",
+        epilog=examples(
+            "go19 collect --matchup matchups/demo.toml --games 20",
+            "go19 dataset build recordings --out datasets/demo",
+        ),
     )
     parser.add_argument("--version", action="version", version=f"go19 {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        importlib.import_module(f"orchestrator.commands.{name}").register(subparsers)
+    for command in COMMANDS:
+        command.register(subparsers)
     return parser
 
 

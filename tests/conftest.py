@@ -1,11 +1,25 @@
-"""Shared test helpers: where the real material lives, and skips when it is absent."""
+"""Shared test helpers: where the real material lives, skips when it is absent, and the
+Hypothesis profiles.
+
+Hypothesis profiles: ``derandomized`` is loaded by default, so ``make test`` and CI draw
+the same examples on every run (seeded from each test's source, no example database,
+no wall-clock deadline or too-slow health check: a busy machine cannot fail a test).
+``make test-fuzz`` loads ``fuzz`` (``--hypothesis-profile=fuzz``): fresh random examples
+on every run, at least ``GO19_FUZZ_EXAMPLES`` (default 1000) per property test, and the
+failing examples kept in an example database under the user's cache folder, outside the
+repository. A bug the fuzz run finds becomes an ``@example(...)`` on the test, so that
+``make test`` checks it from then on.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, is_hypothesis_test, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
@@ -19,3 +33,47 @@ requires_real_sgf = pytest.mark.skipif(
 requires_gnugo = pytest.mark.skipif(
     GNUGO is None, reason="GNU Go not installed (apt-get install gnugo; .ci/run does this)"
 )
+
+FUZZ_DATABASE = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "go19" / "hypothesis"
+)
+FUZZ_EXAMPLES = int(os.environ.get("GO19_FUZZ_EXAMPLES", "1000"))
+
+# Time-based checks are off in both: how long an example takes depends on the machine's
+# load, not on the code under test.
+settings.register_profile(
+    "derandomized",
+    derandomize=True,  # implies no example database
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "fuzz",
+    derandomize=False,
+    database=DirectoryBasedExampleDatabase(FUZZ_DATABASE),
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# Loaded here, before any test module builds its own settings on top of the current
+# profile; `--hypothesis-profile=fuzz` replaces it at pytest_configure, also before.
+settings.load_profile("derandomized")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under the fuzz profile, raise every property test to at least FUZZ_EXAMPLES
+    examples: most tests fix ``max_examples`` for ``make test``, which the profile alone
+    would not override."""
+    if settings.get_current_profile_name() != "fuzz":
+        return
+    raised: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        if test is None or not is_hypothesis_test(test) or id(test) in raised:
+            continue  # parametrized items share one function: raise it once
+        raised.add(id(test))
+        own = test._hypothesis_internal_use_settings
+        if own.max_examples < FUZZ_EXAMPLES:
+            test._hypothesis_internal_use_settings = settings(own, max_examples=FUZZ_EXAMPLES)

@@ -1,9 +1,53 @@
-"""One module per go19 subcommand (see orchestrator/cli.py), and the argument
-types they share."""
+"""One module per go19 subcommand (see orchestrator/cli.py), and what they share: the
+help layout, argument types and the one line that says what an input held."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, and the example lines of an epilog
+    (lines that start with a space) are printed as written, not rewrapped.
+
+    An option whose default is ``None`` says in words what happens without it (its help
+    names the default); a flag is off unless given, which needs no saying.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (not action.option_strings or action.required or "default" in text
+                or action.default is None or action.default is False  # not 0: it shows
+                or action.default == argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n".join(
+            indent + line if line.startswith(" ") or not line
+            else super(HelpFormatter, self)._fill_text(line, width, indent)
+            for line in text.splitlines()
+        )
+
+
+def examples(*lines: str) -> str:
+    """The epilog of a command's help: its example command lines."""
+    return "\n".join(["examples:", *(f"  {line}" for line in lines)])
+
+
+def found_line(files: int, games: int, rejected: Mapping[str, int],
+               skipped: Mapping[str, int], void_files: int) -> str:
+    """What an input held, for commands that found nothing to work on: files, games,
+    and the games refused, by reason."""
+    def by_reason(counts: Mapping[str, int]) -> str:
+        parts = [f"{reason} {n}" for reason, n in sorted(counts.items()) if n]
+        return f" ({', '.join(parts)})" if parts else ""
+
+    text = (f"{files} SGF file{'' if files == 1 else 's'}, {games} "
+            f"game{'' if games == 1 else 's'}: rejected {sum(rejected.values())}"
+            f"{by_reason(rejected)}, skipped {sum(skipped.values())}{by_reason(skipped)}")
+    return text + (f"; {void_files} in void folders" if void_files else "")
 
 
 def positive_int(text: str) -> int:

@@ -45,7 +45,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "in games.jsonl under recordings/<run>/, then write a report. Every GO19 replica is "
         "pinged and every GTP engine started once before anything is written.",
         epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--matchup", type=Path, required=True, help="matchup TOML file")
     parser.add_argument(

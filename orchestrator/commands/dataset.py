@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.commands import count_int, positive_int
+from orchestrator.commands import count_int, examples, found_line, positive_int
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
+from orchestrator.dataset.build import EmptyDataset
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
 from orchestrator.files import atomic_write
 from orchestrator.label.join import TARGETS, LabelJoin
@@ -22,6 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build training samples from SGF files, and check them",
         description="Turn recordings and SGF corpora into per-move training samples "
         "(sharded .npz + manifest.json), and check a built dataset against its sources.",
+        epilog=examples(
+            "go19 dataset build recordings --out datasets/demo",
+            "go19 dataset check datasets/demo",
+        ),
     )
     commands = parser.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
 
@@ -31,7 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Replay every 19x19 game under go19's rules (games rejected as "
         "`go19 replay --require-19` rejects them; void games skipped) and keep one sample "
         "per move: the board before it, side to move, the move, result and move number. "
-        "Moves from the opening book or fallbacks are replayed but not kept as targets.",
+        "Moves from the opening book or fallbacks are replayed but not kept as targets. "
+        "Input without a usable game is refused: nothing is written, exit status 2.",
+        epilog=examples(
+            "go19 dataset build recordings ../shared/sgf/real/pro19 --out datasets/mixed",
+            "go19 dataset build recordings --labels labels/demo --target katago "
+            "--out datasets/demo-kg",
+        ),
     )
     b.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                    help="SGF file or folder (searched recursively)")
@@ -44,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--tactics-only", action="store_true",
                    help="only moves that capture, give atari or escape atari")
     b.add_argument("--max-per-game", type=positive_int, metavar="N",
-                   help="at most N samples per game, spread over the game")
+                   help="at most N samples per game, spread over the game (default: all)")
     b.add_argument("--no-dedup", action="store_true",
                    help="keep positions (stones, side to move, ko) seen before")
     b.add_argument("--include-fallback", action="store_true",
@@ -54,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--require-provenance", action="store_true",
                    help="skip games whose source and licence the manifest does not give")
     b.add_argument("--source-manifest", type=Path, metavar="FILE",
-                   help="provenance TSV (file, source, licence columns) or JSON")
+                   help="provenance TSV (file, source, licence columns) or JSON "
+                   "(default: none, every source unknown)")
     b.add_argument("--seed", type=int, default=0, help="seed for --tactical-bias picks")
     b.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="processes reading and replaying (output is the same for any N)")
@@ -64,7 +76,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="store shards without deflate (the default deflates: boards of one "
                    "game differ by a stone or two, so shards are ~25x smaller)")
     b.add_argument("--labels", type=Path, metavar="DIR",
-                   help="join KataGo labels written by `go19 label` (docs/labels.md)")
+                   help="join KataGo labels written by `go19 label` (docs/labels.md; "
+                   "default: no labels)")
     b.add_argument("--target", choices=TARGETS, default="played",
                    help="with --labels: the sample's move is the played one (KataGo's "
                    "fields ride along) or KataGo's best move (policy as soft target)")
@@ -79,11 +92,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Draw random samples, confirm each against its source SGF replayed "
         "independently with sgfmill, print one line per sample and write a contact sheet "
         "of the boards with the target move crossed. Exits 1 if any sample disagrees.",
+        epilog=examples("go19 dataset check datasets/demo",
+                        "go19 dataset check datasets/demo --sample 100 --seed 7"),
     )
-    c.add_argument("folder", type=Path, metavar="DIR")
-    c.add_argument("--sample", type=positive_int, default=20, metavar="N")
+    c.add_argument("folder", type=Path, metavar="DIR", help="dataset folder (go19 dataset build)")
+    c.add_argument("--sample", type=positive_int, default=20, metavar="N",
+                   help="samples to draw")
     c.add_argument("--out", type=Path, help="contact sheet PNG (default DIR/check.png)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=int, default=0, help="seed of the draw")
     c.set_defaults(func=run_check)
 
 
@@ -110,6 +126,19 @@ def _summary(manifest: dict, out: Path) -> str:
         "  provenance: " + ", ".join(f"{k} {n}" for k, n in c["provenance"].items()),
         *_labels_line(manifest.get("labels")),
     ])
+
+
+def _nothing(counts: Counts, out: Path) -> str:
+    """The one line for a build that kept no sample."""
+    found = found_line(counts.files, counts.games, counts.rejected, counts.skipped,
+                       counts.void_files)
+    if counts.games_kept == 0:
+        return f"no usable game, nothing written to {out}: {found}"
+    excluded = ", ".join(f"{k} {n}" for k, n in sorted(counts.excluded.items()) if n)
+    kept = counts.games_kept
+    return (f"no samples, nothing written to {out}: {found}; {kept} game{'' if kept == 1 else 's'}"
+            f" kept, {counts.positions} positions: excluded {excluded or 'none'}, "
+            f"duplicates {counts.duplicates}")
 
 
 def _labels_line(labels: dict | None) -> list[str]:
@@ -147,7 +176,13 @@ def run_build(args: argparse.Namespace) -> int:
             args.inputs, args.out, options, provenance=args.source_manifest,
             workers=args.workers, force=args.force,
             progress=_progress(started) if sys.stderr.isatty() else None, join=join,
+            refuse_empty=True,
         )
+    except EmptyDataset as exc:
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        print(f"dataset build: {_nothing(exc.counts, args.out)}", file=sys.stderr)
+        return 2
     except (DatasetError, LabelError) as exc:
         print(f"dataset build: {exc}", file=sys.stderr)
         return 2

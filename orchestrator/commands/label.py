@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 
 import trio
 
 import orchestrator
-from orchestrator.commands import count_int, positive_int
+from orchestrator.commands import count_int, examples, found_line, positive_int
 from orchestrator.dataset.shards import DatasetError
 from orchestrator.label.config import KataGoPaths
-from orchestrator.label.games import select_games
+from orchestrator.label.games import LabelGame, select_games
 from orchestrator.label.progress import PlainReporter, RichReporter
 from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOptions
 from orchestrator.label.store import LabelError, LabelWriter
@@ -30,15 +31,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "and write .npz shards plus labels.json (docs/labels.md). Without --katago/--model/"
         "--config it uses the CPU KataGo that `make katago` prepares in .katago/: slow "
         "(about a position a second), for tests and small demos; use --max-games and "
-        "--max-moves there.",
+        "--max-moves there. Input without a game to label is refused: nothing is written, "
+        "exit status 2.",
+        epilog=examples(
+            "go19 label recordings --out labels/demo --max-games 1 --max-moves 20",
+            "go19 label recordings --out labels/demo --resume",
+        ),
     )
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                         help="SGF file or folder (searched recursively)")
     parser.add_argument("--out", type=Path, required=True, help="label folder to write")
-    parser.add_argument("--katago", type=Path, metavar="BIN", help="KataGo binary")
-    parser.add_argument("--model", type=Path, metavar="FILE", help="KataGo net")
+    parser.add_argument("--katago", type=Path, metavar="BIN",
+                        help="KataGo binary (default: the one `make katago` prepared)")
+    parser.add_argument("--model", type=Path, metavar="FILE",
+                        help="KataGo net (default: the one `make katago` prepared)")
     parser.add_argument("--config", type=Path, metavar="FILE",
-                        help="analysis config (reportAnalysisWinratesAs = BLACK is assumed)")
+                        help="analysis config (reportAnalysisWinratesAs = BLACK is assumed; "
+                        "default: the one `make katago` prepared)")
     parser.add_argument("--visits", type=positive_int, default=1, metavar="N",
                         help="visits per position (default 1: the raw net)")
     parser.add_argument("--ownership", action="store_true",
@@ -50,9 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="go on in an existing --out: skip games already labelled")
     parser.add_argument("--max-games", type=positive_int, metavar="N",
-                        help="label only the first N games the build would use")
+                        help="label only the first N games the build would use (default: all)")
     parser.add_argument("--max-moves", type=positive_int, metavar="N",
-                        help="label only the positions before moves 1..N of each game")
+                        help="label only the positions before moves 1..N of each game "
+                        "(default: every move)")
     parser.set_defaults(func=run)
 
 
@@ -102,6 +112,16 @@ def _summary(run: LabelRun, out: Path, games: list, void_files: int) -> str:
     ])
 
 
+def _nothing(games: list[LabelGame], void_files: int, out: Path) -> str | None:
+    """The one line refusing inputs without a game to label, or None if there is one."""
+    if any(game.status == "ok" for game in games):
+        return None
+    rejected = Counter(g.reason or "?" for g in games if g.status == "rejected")
+    skipped = Counter(g.reason or g.status for g in games if g.status != "rejected")
+    found = found_line(len({g.path for g in games}), len(games), rejected, skipped, void_files)
+    return f"nothing to label, nothing written to {out}: {found}"
+
+
 def run(args: argparse.Namespace) -> int:
     options = RunOptions(visits=args.visits, ownership=args.ownership,
                          max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
@@ -109,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
         files = engine_files(args)
         games, void_files = select_games(args.inputs, max_games=args.max_games,
                                          max_moves=args.max_moves)
+        if (nothing := _nothing(games, void_files, args.out)) is not None:
+            print(f"label: {nothing}", file=sys.stderr)
+            return 2
         writer = LabelWriter.open(args.out, options.settings(args.max_moves), map(
             str, args.inputs), resume=args.resume)
     except (LabelError, DatasetError) as exc:

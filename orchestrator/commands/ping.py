@@ -9,6 +9,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
+from orchestrator.commands import examples
 from orchestrator.players.base import PlayerError
 from orchestrator.players.go19 import Go19Connection, format_address
 
@@ -31,8 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check GO19 endpoints with one PING each",
         description="Connect to each GO19 endpoint, send PING and wait for PONG. Prints "
         "'● OK host:port (NN ms)' or '● FAILED host:port: reason (NN ms)'; exits 1 if any failed.",
+        epilog=examples("go19 ping 127.0.0.1:5019", "go19 ping gpu1:5019 gpu2:5019 --timeout 30"),
     )
-    parser.add_argument("endpoints", nargs="+", metavar="HOST:PORT")
+    parser.add_argument("endpoints", nargs="+", metavar="HOST:PORT",
+                        help="GO19 endpoint ([v6 address]:port for IPv6)")
     parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S",
         help="seconds allowed per endpoint for connect + PING (default 5)",

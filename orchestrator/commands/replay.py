@@ -24,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Read SGF files (folders are searched recursively for *.sgf), replay "
         "every game's main line under area rules with positional superko and print one "
         "line per game: ok with its move count and result, or the reason it was rejected. "
-        "Exits 0 when it ran, even if files were rejected.",
+        "Exits 0 when it ran, even if files were rejected; 2 when there was no SGF file.",
+        epilog="examples:\n  go19 replay ../shared/sgf/real --require-19\n"
+        "  go19 replay recordings/demo-20261130-150000 --json > replay.jsonl",
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="file or folder")
     parser.add_argument(
@@ -125,6 +127,10 @@ def run(args: argparse.Namespace) -> int:
             for record in check_file(path, require_size):
                 records.append(record)
                 print(json.dumps(record, ensure_ascii=False) if args.json else _line(record))
+        if files == 0:
+            print(f"replay: no SGF file (*.sgf) in {', '.join(map(str, args.paths))}",
+                  file=sys.stderr)
+            return 2
         summary = _summary(files, records)
         print(summary, file=sys.stderr if args.json else sys.stdout)
     except BrokenPipeError:

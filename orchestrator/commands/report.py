@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from orchestrator.commands import examples
 from orchestrator.report.build import ReportError, default_out, write_report
 
 
@@ -28,8 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Rebuild a report from run folders (SGFs + games.jsonl): results, Elo "
         "with intervals, LOS, SPRT, ratings, game lengths, terminations, fallback rates and "
         "latency. Several folders are combined; folders that are not runs are skipped.",
+        epilog=examples(
+            "go19 report recordings/demo-20261130-150000",
+            "go19 report recordings/r5-vs-r4-* --anchor gnugo-l0=0 --out reports/r5-r4",
+        ),
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
+                        help="run folder written by go19 collect (recordings/<run>)")
     parser.add_argument("--out", type=Path, help="output folder (default reports/<run> for "
                         "one run, reports/combined-<UTC time> for several)")
     parser.add_argument("--anchor", type=parse_anchor, action="append", default=[],

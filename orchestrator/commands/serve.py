@@ -9,6 +9,7 @@ import sys
 
 import trio
 
+from orchestrator.commands import examples
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.player_pool import PlayerPool
 from orchestrator.serve import (
@@ -28,6 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="serve a move engine over the GO19 protocol",
         description="Answer GO19 requests with the built-in heuristic AI, the random player or "
         "a GTP engine. The first line on stdout is 'serving GO19 on HOST:PORT'.",
+        epilog=examples(
+            "go19 serve --engine heuristic --port 5019",
+            'go19 serve --engine gtp:"/usr/games/gnugo --mode gtp --level 0" --port 5020 '
+            "--slots 4",
+        ),
     )
     parser.add_argument("--engine", default="heuristic", help=ENGINE_HELP)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on "
@@ -35,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--port", type=int, default=5019, help="TCP port; 0 picks a free one")
     parser.add_argument("--slots", type=int, default=1, help="engine computations at once")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="hold each answer back")
-    parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random")
+    parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random "
+                        "(default: a fresh one at each start)")
     parser.add_argument("--level", type=int, default=2, help="heuristic level (0..2)")
     parser.add_argument("--komi", type=float, default=7.5, help="komi told to GTP engines")
     parser.add_argument("--size", type=int, action="append", dest="sizes", metavar="N",

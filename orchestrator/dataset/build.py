@@ -318,6 +318,15 @@ class _Builder:
         self.table.close()
 
 
+class EmptyDataset(DatasetError):
+    """``build(refuse_empty=True)`` found no sample to write; ``counts`` says what the
+    inputs held. Nothing was written."""
+
+    def __init__(self, counts: Counts) -> None:
+        super().__init__(f"no samples from {counts.files} files ({counts.games} games)")
+        self.counts = counts
+
+
 def _check_out(out: Path, force: bool) -> None:
     if not out.exists():
         return
@@ -382,11 +391,13 @@ def build(
     stages: Sequence[Stage] = (),
     progress: Callable[[Counts], None] | None = None,
     join: Join | None = None,
+    refuse_empty: bool = False,
 ) -> dict:
     """Build a dataset folder at ``out`` from SGF files and folders; return its manifest.
 
     Raises :class:`DatasetError` (one line) for unusable input or output paths.
-    Nothing appears at ``out`` until the build is complete.
+    Nothing appears at ``out`` until the build is complete, nor at all when
+    ``refuse_empty`` and no sample was kept (:class:`EmptyDataset`).
     """
     inputs = [Path(p) for p in inputs]
     out = Path(out)
@@ -405,6 +416,8 @@ def build(
             if progress is not None and n % 1000 == 0:
                 progress(builder.counts)
         builder.finish()
+        if refuse_empty and builder.counts.samples == 0:
+            raise EmptyDataset(builder.counts)
         manifest = _manifest(builder, partial, inputs, provenance, options, join)
         manifest["build"] = {"workers": workers,
                              "seconds": round(time.monotonic() - started, 3)}

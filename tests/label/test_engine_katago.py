@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
+from functools import partial
 
 import numpy as np
 import pytest
 import trio
+import trio.testing
 
 from orchestrator.label.engine import KataGoDied, KataGoQueryError, open_katago
 from orchestrator.rules.board import BLACK, WHITE
@@ -97,6 +99,14 @@ async def test_a_rejected_query_fails_alone_and_the_engine_goes_on(tmp_path):
     assert any("go19Typo" in w for w in response.warnings)
 
 
+async def in_katago(engine) -> None:
+    """Return once KataGo has read every query the other tasks have sent: they have all
+    written their query and wait for its answer, and KataGo, which reads its input in
+    order, has answered a version query sent after them."""
+    await trio.testing.wait_all_tasks_blocked()
+    await engine.query_version()
+
+
 async def test_killing_katago_fails_every_outstanding_query(tmp_path):
     failures: list[BaseException] = []
 
@@ -110,7 +120,7 @@ async def test_killing_katago_fails_every_outstanding_query(tmp_path):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(long_query, engine, Q16)
             nursery.start_soon(long_query, engine, D4)
-            await trio.sleep(1)  # both queries written and being searched
+            await in_katago(engine)  # both queries read by KataGo, far from answered
             os.kill(engine.pid, signal.SIGKILL)
         assert len(failures) == 2
         assert all("status -9" in str(f) for f in failures)
@@ -121,8 +131,11 @@ async def test_killing_katago_fails_every_outstanding_query(tmp_path):
 async def test_a_cancelled_query_stops_its_search(tmp_path):
     async with katago(tmp_path) as engine:
         # Two turns at a million visits each would hold both analysis threads for days.
-        with trio.move_on_after(1):
-            await engine.analyze_game([Move(BLACK, Q16)], komi=7.5, max_visits=1_000_000)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(engine.analyze_game, [Move(BLACK, Q16)], komi=7.5,
+                                       max_visits=1_000_000))
+            await in_katago(engine)
+            nursery.cancel_scope.cancel()
         with trio.fail_after(120):  # a hang guard: this answers in seconds once terminated
             results = await engine.analyze_game([Move(BLACK, D4)], analyze_turns=[1],
                                                 komi=7.5, max_visits=1)

@@ -257,6 +257,23 @@ async def test_a_killed_engine_is_restarted_and_nothing_is_lost(labelled, tmp_pa
         np.testing.assert_allclose(got["policy"], want["policy"], atol=1e-5)
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def wait_until(holds, process: subprocess.Popen, what: str) -> None:
+    """Poll for a state of a running go19; fail if it exits first. The deadline only
+    stops a hang: nothing here depends on how fast the machine is."""
+    deadline = time.monotonic() + 600
+    while not holds():
+        assert process.poll() is None, f"go19 exited ({process.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"no {what} after 600 s"
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
 def test_a_killed_label_run_resumes_without_loss(labelled, tmp_path):
     out = tmp_path / "labels"
@@ -264,9 +281,14 @@ def test_a_killed_label_run_resumes_without_loss(labelled, tmp_path):
             "--out", out, "--max-moves", MAX_MOVES]
     process = subprocess.Popen([*map(str, args)], cwd=REPO, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    time.sleep(25)  # KataGo started and some answers in; any moment would do
-    process.kill()
-    process.wait()
+    try:
+        # Killed once KataGo is up and the queries go out: any moment after would do.
+        wait_until(lambda: "Started, ready" in _text(out / "katago.log"), process,
+                   "KataGo started")
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == -signal.SIGKILL  # killed in the middle, not finished
     resumed = go19(*args[3:], "--resume")
     assert resumed.returncode == 0, resumed.stderr
     labels = LabelSet(out)

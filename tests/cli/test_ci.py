@@ -1,0 +1,33 @@
+"""`.ci/run` runs what `make test` runs, and ends with it: CI's last line is pytest's
+summary and CI's status is pytest's (exit 5, "no tests ran", included); and the
+Hypothesis profile it runs under."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+from hypothesis import settings
+
+from tests.conftest import REPO
+
+
+def test_ci_ends_by_running_the_tests_of_make_test() -> None:
+    script = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    commands = [line for line in script if line and not line.startswith("#")]
+    last = shlex.split(commands[-1])
+    assert last[:4] == ["exec", ".venv/bin/python", "-m", "pytest"]
+    recipe = re.search(r"^test: .*\n\t(.+)$", (REPO / "Makefile").read_text(), re.M)[1]
+    assert shlex.split(recipe) == ["$(PY)", "-m", "pytest", *last[4:]]
+    needed = {"gnugo", "chromium", "chromium-driver"}
+    assert needed <= set(re.findall(r"missing\+=\(([\w-]+)\)", "\n".join(script)))
+
+
+def test_property_tests_draw_the_same_examples_on_every_run() -> None:
+    """Outside `make test-fuzz`, every property test is seeded from its own source and
+    keeps no example database, so no run draws examples another run did not."""
+    if settings.get_current_profile_name() == "fuzz":
+        pytest.skip("make test-fuzz explores at random on purpose")
+    current = settings()
+    assert current.derandomize and current.database is None and current.deadline is None
