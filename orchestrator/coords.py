@@ -130,7 +130,8 @@ def move_from_text(text: str, size: int, spelling: str = "gtp") -> int:
     if spelling == "sgf":
         if not stripped:
             raise CoordinateError("empty SGF move")
-        return from_sgf(stripped, size)
+        # Upper-case SGF letters name points past the 26th line only: below that, case is noise.
+        return from_sgf(stripped.lower() if size <= 26 else stripped, size)
     if spelling == "rowcol":
         parts = stripped.removeprefix("(").removesuffix(")").split(",")
         if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
