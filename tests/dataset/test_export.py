@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 
 from orchestrator.coords import MOVE_TEXTS, PASS, move_from_text
-from orchestrator.dataset import BuildOptions, DatasetError, build, load
-from orchestrator.dataset import export_write
+from orchestrator.dataset import BuildOptions, DatasetError, build, export_write, load
 from orchestrator.dataset.export import ExportOptions, export
 from orchestrator.render import render_image, render_png
 from tests.conftest import REPO

@@ -32,7 +32,7 @@ def test_every_move_round_trips(spelling: str) -> None:
     ("T19", "T19", "sa", "0,18"),
     ("A1", "A1", "as", "18,0"),
     ("Q16", "Q16", "pd", "3,15"),  # the upper right star point; GTP has no I
-    ("J10", "J10", "jj", "9,9"),
+    ("J10", "J10", "ij", "9,8"),  # J is the 9th GTP column (no I), SGF i
 ])
 def test_landmarks(vertex: str, gtp: str, sgf: str, rowcol: str) -> None:
     point = from_gtp(vertex, 19)
