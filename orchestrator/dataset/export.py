@@ -131,14 +131,23 @@ def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[di
     return manifest, tasks
 
 
-def run_tasks(tasks: list[dict], workers: int) -> Iterator[dict]:
-    """:func:`export_chunk` over ``tasks``, results in task order."""
+def run_tasks(tasks: list[dict], workers: int,
+              done: Callable[[int], None] = lambda n: None) -> Iterator[dict]:
+    """:func:`export_chunk` over ``tasks``, results in task order; ``done`` hears the
+    samples written so far (per row group in one process, per chunk with a pool)."""
+    written = 0
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
-            yield export_chunk(task)
+            result = export_chunk(task, lambda n, before=written: done(before + n))
+            written += result["samples"]
+            done(written)
+            yield result
         return
     with multiprocessing.get_context().Pool(min(workers, len(tasks))) as pool:
-        yield from pool.imap(export_chunk, tasks)
+        for result in pool.imap(export_chunk, tasks):
+            written += result["samples"]
+            done(written)
+            yield result
 
 
 def _publish(partial: Path, out: Path) -> None:
@@ -195,16 +204,14 @@ def export(
     try:
         manifest, tasks = plan(folder, partial, options)
         total = sum(t["rows"][1] - t["rows"][0] for t in tasks)
-        shards, done = [], 0
+        shards = []
         sizes: Counter = Counter()
         px_from: Counter = Counter()
-        for result in run_tasks(tasks, workers):
+        report = (lambda n: progress(n, total)) if progress is not None else (lambda n: None)
+        for result in run_tasks(tasks, workers, report):
             shards.append(result)
             sizes.update({int(k): n for k, n in result["image_px"].items()})
             px_from.update(result["image_px_from"])
-            done += result["samples"]
-            if progress is not None:
-                progress(done, total)
         games = len({g for t in tasks for g in t["games"]})
         record = {
             "format": FORMAT, "go19_version": __version__,

@@ -31,7 +31,7 @@ import io
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -111,17 +111,19 @@ class _Samples:
         return move_to_text(PASS if move == AREA else move, SIZE, self.answer)
 
 
-def export_chunk(task: dict) -> dict:
+def export_chunk(task: dict, progress: Callable[[int], None] | None = None) -> dict:
     """Write output shard ``task["shard"]``: rows ``task["rows"]`` of dataset shard
-    ``task["entry"]``; return its manifest entry (file, samples, bytes, sha256, counts)."""
+    ``task["entry"]``; return its manifest entry (file, samples, bytes, sha256, counts).
+    ``progress`` (in-process callers) hears the samples written so far, every row group."""
     samples = _Samples(task)
     out = Path(task["out"])
     (out / DATA).mkdir(parents=True, exist_ok=True)
     path = out / data_file(task["shard"], task["format"])
+    tick = progress or (lambda done: None)
     if task["format"] == "parquet":
-        stats = _write_parquet(path, samples, task["fields"])
+        stats = _write_parquet(path, samples, task["fields"], tick)
     else:
-        stats = _write_jsonl(path, out, samples, task["first"])
+        stats = _write_jsonl(path, out, samples, task["first"], tick)
     px_from: Counter = Counter()
     for i in range(samples.n):
         ctx = samples.context(i)
@@ -150,7 +152,8 @@ def _sync(fh: io.BufferedWriter) -> None:
 # -- jsonl -------------------------------------------------------------------------
 
 
-def _write_jsonl(path: Path, out: Path, samples: _Samples, first: int) -> dict:
+def _write_jsonl(path: Path, out: Path, samples: _Samples, first: int,
+                 tick: Callable[[int], None]) -> dict:
     pngs = hashlib.sha256()
     sizes: Counter = Counter()
     with open(path, "wb") as fh:
@@ -171,6 +174,8 @@ def _write_jsonl(path: Path, out: Path, samples: _Samples, first: int) -> dict:
                 **_metadata(samples, i, px, last, scalars_only=True),
             }
             fh.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+            if (i + 1) % ROW_GROUP == 0:
+                tick(i + 1)
         _sync(fh)
     return {"images_sha256": pngs.hexdigest(), "image_px": _sizes(sizes)}
 
@@ -199,7 +204,8 @@ def _metadata(samples: _Samples, i: int, px: int, last: int, scalars_only: bool)
 # -- parquet -----------------------------------------------------------------------
 
 
-def _write_parquet(path: Path, samples: _Samples, fields: dict) -> dict:
+def _write_parquet(path: Path, samples: _Samples, fields: dict,
+                   tick: Callable[[int], None]) -> dict:
     schema = parquet_schema(fields)
     sizes: Counter = Counter()
     with open(path, "wb") as fh:
@@ -210,6 +216,7 @@ def _write_parquet(path: Path, samples: _Samples, fields: dict) -> dict:
         for table, batch_sizes in _tables(samples, schema):
             writer.write_table(table, row_group_size=ROW_GROUP)
             sizes.update(batch_sizes)
+            tick(sizes.total())
         writer.close()
         _sync(fh)
     return {"image_px": _sizes(sizes)}
