@@ -5,6 +5,7 @@ the last-move dot. Used to check orientation end to end."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -37,3 +38,11 @@ def orientation_faults(image: np.ndarray, board: np.ndarray, points: list[int]) 
     size = board.shape[0]
     return [f"point {q}: picture shows {seen_at(image, q, size)}, board holds {board.flat[q]}"
             for q in points if seen_at(image, q, size) != board.flat[q]]
+
+
+def parquet_rows(folder: Path) -> list[dict]:
+    """Every row of an export's parquet shards, in order, read by pyarrow."""
+    import pyarrow.parquet as pq
+
+    files = sorted((folder / "data").glob("*.parquet"))
+    return [row for f in files for row in pq.read_table(f).to_pylist()]

@@ -23,10 +23,10 @@ from orchestrator.dataset import BuildOptions, DatasetError, build, export_write
 from orchestrator.dataset.export import ExportOptions, export
 from orchestrator.render import render_image, render_png
 from tests.conftest import REPO
-from tests.dataset.export_checks import BLACK, WHITE, decode, orientation_faults
+from tests.dataset.export_checks import BLACK, WHITE, decode, orientation_faults, parquet_rows
 from tests.dataset.games import moves, p, write_game
 
-pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow (the `export` extra) not installed")
+pytest.importorskip("pyarrow", reason="pyarrow (the `export` extra) not installed")
 
 # Two games; the second has a capture (B A2 takes W A1) and passes, so a stone leaves
 # the board and a pass leaves no last-move mark for the move after it.
@@ -50,11 +50,6 @@ def previous_moves(spelled: tuple[str, ...]) -> list[int | None]:
     for vertex in spelled[:-1]:
         marks.append(None if vertex == "pass" else p(vertex))
     return marks
-
-
-def parquet_rows(folder: Path) -> list[dict]:
-    files = sorted((folder / "data").glob("*.parquet"))
-    return [row for f in files for row in pq.read_table(f).to_pylist()]
 
 
 def test_parquet_pictures_are_the_renders_the_client_sends(dataset, tmp_path) -> None:

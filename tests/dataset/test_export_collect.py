@@ -13,14 +13,16 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
 import trio
 
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.dataset import build, load, load_games
 from orchestrator.dataset.export import ExportOptions, export
 from orchestrator.serve import HeuristicEngine, serve_go19
-from tests.dataset.export_checks import decode, orientation_faults
-from tests.dataset.test_export import parquet_rows
+from tests.dataset.export_checks import decode, orientation_faults, parquet_rows
+
+pytest.importorskip("pyarrow", reason="pyarrow (the `export` extra) not installed")
 
 MATCHUP = """
 [run]
