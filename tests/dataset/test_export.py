@@ -153,6 +153,9 @@ def test_datasets_loads_the_parquet_export(dataset, tmp_path) -> None:
     for name in ("move", "to_play", "move_number", "winner", "game", "source", "tactical"):
         assert name in row
     assert row["winner"] == 1 and row["move_number"] == 4 and row["to_play"] == 2
+    # The folder alone is enough too: data/train-* is the train split.
+    whole = datasets.load_dataset(str(out), split="train", cache_dir=str(tmp_path / "hf-cache"))
+    assert whole["answer"] == loaded["answer"]
 
 
 def test_jsonl_export_for_llamafactory_and_swift(dataset, tmp_path, monkeypatch) -> None:
