@@ -156,12 +156,15 @@ def _write_jsonl(path: Path, out: Path, samples: _Samples, first: int,
                  tick: Callable[[int], None]) -> dict:
     pngs = hashlib.sha256()
     sizes: Counter = Counter()
+    folder = None
     with open(path, "wb") as fh:
         for i in range(samples.n):
             png, px, last = samples.picture(i)
             name = image_file(first + i)
             image = out / name
-            image.parent.mkdir(parents=True, exist_ok=True)
+            if image.parent != folder:
+                folder = image.parent
+                folder.mkdir(parents=True, exist_ok=True)
             image.write_bytes(png)
             pngs.update(png)
             sizes[px] += 1

@@ -260,6 +260,10 @@ def test_bad_input_is_one_line_and_nothing_written(dataset, tmp_path) -> None:
     with pytest.raises(DatasetError, match=r"b\.sgf: changed since the dataset was built"):
         export(dataset, out, ExportOptions(image_px=124))
     assert not out.exists()
+    sgf.rename(tmp_path / "moved.sgf")
+    with pytest.raises(DatasetError, match=r"b\.sgf: cannot read the game's SGF"):
+        export(dataset, out, ExportOptions(image_px=124), workers=2)  # raised in a worker
+    assert not out.exists() and not list(tmp_path.glob(".ex.*"))
     with pytest.raises(DatasetError, match=r"unknown placeholder \{colour\}"):
         ExportOptions(template="{colour} to play")
     with pytest.raises(DatasetError, match="size_px 50 is out of range"):
