@@ -41,6 +41,7 @@ from orchestrator.dataset.export_games import NO_LAST, GameContext, game_context
 from orchestrator.dataset.prompt import fill, uses_board
 from orchestrator.dataset.samples import AREA, SIZE
 from orchestrator.dataset.shards import FIELDS, read_shard
+from orchestrator.files import sha256_file
 from orchestrator.render import render_png
 
 try:
@@ -73,7 +74,7 @@ def extra_fields(fields: dict) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
 
 
 class _Samples:
-    """Everything of one chunk but the pictures, per sample, in order."""
+    """One chunk's rows and its games' contexts; per sample its picture, prompt, answer."""
 
     def __init__(self, task: dict) -> None:
         lo, hi = task["rows"]
@@ -130,18 +131,10 @@ def export_chunk(task: dict, progress: Callable[[int], None] | None = None) -> d
         px_from[ctx.px_from[int(samples.arrays["to_play"][i]) - 1]] += 1
     return {
         "file": path.relative_to(out).as_posix(), "samples": samples.n,
-        "bytes": path.stat().st_size, "sha256": _sha256(path),
+        "bytes": path.stat().st_size, "sha256": sha256_file(path),
         "source_shard": task["entry"]["file"], "source_rows": list(task["rows"]),
         **stats, "image_px_from": dict(px_from),
     }
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _sync(fh: io.BufferedWriter) -> None:
