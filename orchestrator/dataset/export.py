@@ -51,6 +51,8 @@ DEFAULT_SHARD_SIZE = IMAGES_PER_FOLDER
 DATASET_INFO = "dataset_info.json"
 # Called with the samples written so far (and the total) while the export runs.
 Progress = Callable[[int, int], None]
+# Runs the tasks (workers, a callback hearing samples written so far): results in order.
+Runner = Callable[[list[dict], int, Callable[[int], None]], Iterator[dict]]
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,9 @@ def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[di
             raise DatasetError(f"{folder / entry['file']}: a sample points past the game "
                                f"table ({len(table)} games)") from None
         tasks.append({
-            "dataset": str(folder), "fields": manifest["fields"], "entry": entry,
-            "rows": (lo, hi), "games": rows, "shard": shard, "first": first, "out": str(out),
+            "dataset": str(folder.resolve()), "fields": manifest["fields"], "entry": entry,
+            "rows": (lo, hi), "games": rows, "shard": shard, "first": first,
+            "out": str(out.resolve()),
             "format": options.format, "image_px": options.image_px, "answer": options.answer,
             "template": options.template,
         })
@@ -186,8 +189,12 @@ def export(
     workers: int = 1,
     force: bool = False,
     progress: Progress | None = None,
+    runner: Runner | None = None,
 ) -> dict:
     """Export the dataset folder ``dataset`` to ``out``; return the export's manifest.
+
+    ``runner`` replaces the local process pool (:func:`run_tasks`), e.g. to spread the
+    :func:`export_chunk` tasks over a cluster; it must yield their results in task order.
 
     Raises :class:`DatasetError` (one line) for an unusable dataset, game or output path.
     """
@@ -208,7 +215,7 @@ def export(
         sizes: Counter = Counter()
         px_from: Counter = Counter()
         report = (lambda n: progress(n, total)) if progress is not None else (lambda n: None)
-        for result in run_tasks(tasks, workers, report):
+        for result in (runner or run_tasks)(tasks, workers, report):
             shards.append(result)
             sizes.update({int(k): n for k, n in result["image_px"].items()})
             px_from.update(result["image_px_from"])
