@@ -213,6 +213,18 @@ def test_same_output_for_any_worker_count(dataset, tmp_path) -> None:
     assert [s["sha256"] for s in one["shards"]] == [s["sha256"] for s in two["shards"]]
 
 
+def test_tasks_are_plain_data_for_other_runners(dataset, tmp_path) -> None:
+    """What another executor (a cluster) gets: tasks that survive JSON, results likewise."""
+    def through_json(tasks, workers, done):
+        for task in tasks:
+            yield json.loads(json.dumps(export_write.export_chunk(json.loads(json.dumps(task)))))
+
+    one = export(dataset, tmp_path / "one", ExportOptions(image_px=124, shard_size=4))
+    other = export(dataset, tmp_path / "other", ExportOptions(image_px=124, shard_size=4),
+                   runner=through_json)
+    assert [s["sha256"] for s in one["shards"]] == [s["sha256"] for s in other["shards"]]
+
+
 class _Labels:
     """A join adding KataGo-like fields, as `--labels` would: scalars and a policy."""
 
