@@ -16,8 +16,6 @@ is gone or changed since is an error naming it, not a silent guess.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -25,10 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.collect.matchup import Go19PlayerSpec
-from orchestrator.collect.recorder import RUN_FILE
 from orchestrator.coords import PASS
 from orchestrator.dataset.shards import DatasetError
-from orchestrator.sgf import SgfError, read_games
+from orchestrator.files import read_sgf_file
+from orchestrator.recordings import read_run_file
+from orchestrator.sgf import SgfError, Unreadable
 
 DEFAULT_IMAGE_PX: int = Go19PlayerSpec.model_fields["image_px"].default
 NO_LAST = -1
@@ -55,11 +54,11 @@ def _last_moves(points: list[int]) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _run_players(run_file: Path, run_id: str) -> dict[str, int]:
+def _run_players(run_dir: Path, run_id: str) -> dict[str, int]:
     """Player name -> image_px from a run's ``run.json`` (empty when it is absent or
     belongs to another run)."""
     try:
-        info = json.loads(run_file.read_text(encoding="utf-8"))
+        info = read_run_file(run_dir)
         players = info["matchup"]["players"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
@@ -73,20 +72,23 @@ def game_context(row: dict, image_px: int | None) -> GameContext:
     """The context of one game-table row (``games.jsonl``) whose samples are exported."""
     path = Path(row["path"])
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read the game's SGF ({exc.strerror or exc}); the "
-                           "export needs it for the last-move mark and the komi") from None
-    if hashlib.sha1(data).hexdigest() != row["sha1"]:
+        games = read_sgf_file(path)
+    except Unreadable as exc:
+        raise DatasetError(f"{path}: cannot read the game's SGF ({exc.reason}); the export "
+                           "needs it for the last-move mark and the komi") from None
+    except SgfError as exc:
+        raise DatasetError(f"{path}: changed since the dataset was built ({exc.reason})") \
+            from None
+    if not games or games[0].sha1 != row["sha1"]:
         raise DatasetError(f"{path}: changed since the dataset was built (sha1 differs)")
     try:
-        game = read_games(data)[row["game_index"]]
-    except (SgfError, IndexError) as exc:
-        raise DatasetError(f"{path}: cannot read game {row['game_index']}: {exc}") from None
+        game = games[row["game_index"]]
+    except (IndexError, TypeError):
+        raise DatasetError(f"{path}: has no game {row['game_index']}") from None
     px_from = ["option" if image_px is not None else "default"] * 2
     sizes = [image_px or DEFAULT_IMAGE_PX] * 2
     if image_px is None and row.get("run"):
-        players = _run_players(path.parent / RUN_FILE, row["run"])
+        players = _run_players(path.parent, row["run"])
         for i, name in enumerate((row.get("black"), row.get("white"))):
             if name in players:
                 sizes[i], px_from[i] = players[name], "run"

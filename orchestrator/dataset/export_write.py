@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.coords import PASS, move_to_text
+from orchestrator.coords import from_index, move_to_text
 from orchestrator.dataset.export_games import NO_LAST, GameContext, game_context
 from orchestrator.dataset.prompt import fill, uses_board
-from orchestrator.dataset.samples import AREA, SIZE
+from orchestrator.dataset.samples import SIZE
 from orchestrator.dataset.shards import FIELDS, read_shard
 from orchestrator.files import sha256_file
 from orchestrator.render import render_png
@@ -108,8 +108,7 @@ class _Samples:
                     self.context(i).komi, self.answer, a["board"][i] if self.with_board else None)
 
     def answer_text(self, i: int) -> str:
-        move = int(self.arrays["move"][i])
-        return move_to_text(PASS if move == AREA else move, SIZE, self.answer)
+        return move_to_text(from_index(int(self.arrays["move"][i]), SIZE), SIZE, self.answer)
 
 
 def export_chunk(task: dict, progress: Callable[[int], None] | None = None) -> dict:
