@@ -103,3 +103,48 @@ def to_go19(point: int, size: int) -> tuple[int, int]:
     if point == PASS:
         return GO19_PASS
     return divmod(point, size)
+
+
+# -- move text: how a VLM answer spells a move, and reading it back ---------------
+# One pair for every spelling a trainer may pick (``go19 dataset export --answer``), so
+# the text a model is trained to write is parsed by the same code. A pass is ``pass``
+# in every spelling: an empty SGF value cannot be an answer, and ``tt`` is a point on
+# boards over 19.
+
+MOVE_TEXTS = ("gtp", "sgf", "rowcol")
+
+
+def move_to_text(point: int, size: int, spelling: str = "gtp") -> str:
+    """``Q16`` (gtp), ``pd`` (sgf) or ``3,15`` (rowcol: GO19 row and column); ``pass``."""
+    if point == PASS:
+        return "pass"
+    if not 0 <= point < size * size:
+        raise CoordinateError(f"point {point} is off a {size}x{size} board")
+    if spelling == "gtp":
+        return to_gtp(point, size)
+    if spelling == "sgf":
+        return to_sgf(point, size)
+    if spelling == "rowcol":
+        row, col = divmod(point, size)
+        return f"{row},{col}"
+    raise CoordinateError(f"unknown move spelling {spelling!r} (one of {', '.join(MOVE_TEXTS)})")
+
+
+def move_from_text(text: str, size: int, spelling: str = "gtp") -> int:
+    """The inverse of :func:`move_to_text` (case and surrounding spaces ignored)."""
+    stripped = text.strip()
+    if stripped.lower() == "pass":
+        return PASS
+    if spelling == "gtp":
+        return from_gtp(stripped, size)
+    if spelling == "sgf":
+        if not stripped:
+            raise CoordinateError("empty SGF move")
+        # Upper-case SGF letters name points past the 26th line only: below that, case is noise.
+        return from_sgf(stripped.lower() if size <= 26 else stripped, size)
+    if spelling == "rowcol":
+        parts = stripped.removeprefix("(").removesuffix(")").split(",")
+        if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+            raise CoordinateError(f"bad row,col move {text!r}")
+        return from_rowcol(int(parts[0]), int(parts[1]), size)
+    raise CoordinateError(f"unknown move spelling {spelling!r} (one of {', '.join(MOVE_TEXTS)})")

@@ -9,9 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orchestrator.commands import count_int, examples, found_line, positive_int
+from orchestrator.coords import MOVE_TEXTS
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.build import EmptyDataset
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
+from orchestrator.dataset.export import DEFAULT_SHARD_SIZE, FORMATS, ExportOptions, export
+from orchestrator.dataset.export_progress import ExportProgress
+from orchestrator.dataset.prompt import read_template
 from orchestrator.files import atomic_write
 from orchestrator.label.join import TARGETS, LabelJoin
 from orchestrator.label.store import LabelError, LabelSet
@@ -101,6 +105,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--out", type=Path, help="contact sheet PNG (default DIR/check.png)")
     c.add_argument("--seed", type=int, default=0, help="seed of the draw")
     c.set_defaults(func=run_check)
+
+    e = commands.add_parser(
+        "export",
+        help="write a dataset as VLM training data (parquet for HF/TRL, jsonl for "
+        "LLaMA-Factory/ms-swift)",
+        description="Turn a built dataset into image + prompt + answer samples: the picture "
+        "is go19's render of the board, byte for byte the PNG the GO19 client sends for "
+        "that position (last move marked, at the size the player saw), the prompt a "
+        "template, the answer the sample's move. docs/formats.md describes both formats.",
+        epilog=examples(
+            "go19 dataset export datasets/demo --format parquet --out exports/demo",
+            "go19 dataset export datasets/demo --format jsonl --answer sgf --out exports/demo-jsonl",
+        ),
+    )
+    e.add_argument("dataset", type=Path, metavar="DATASET_DIR",
+                   help="a folder written by `go19 dataset build` (its sha256s are checked)")
+    e.add_argument("--out", type=Path, required=True, help="export folder to create")
+    e.add_argument("--format", choices=FORMATS, default="parquet",
+                   help="parquet (HF datasets / TRL, default) or jsonl (LLaMA-Factory / ms-swift)")
+    e.add_argument("--image-px", type=positive_int, metavar="N",
+                   help="picture size for every sample (default: the image_px each recording's "
+                   "player used, else the matchup default, 512)")
+    e.add_argument("--prompt", type=Path, metavar="FILE",
+                   help="prompt template with {placeholders} (default: the shipped one; see "
+                   "docs/formats.md)")
+    e.add_argument("--answer", choices=MOVE_TEXTS, default="gtp",
+                   help="how the answer spells the move: gtp (Q16, default), sgf (pd) or "
+                   "rowcol (3,15); a pass is 'pass'")
+    e.add_argument("--shard-size", type=positive_int, default=DEFAULT_SHARD_SIZE, metavar="N",
+                   help=f"samples per output shard at most (default {DEFAULT_SHARD_SIZE})")
+    e.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="processes rendering and writing (output is the same for any N)")
+    e.add_argument("--force", action="store_true", help="replace an existing export at --out")
+    e.set_defaults(func=run_export)
 
 
 def _progress(started: float) -> Callable[[Counts], None]:
@@ -219,3 +257,26 @@ def run_check(args: argparse.Namespace) -> int:
     print(f"{len(results) - bad}/{len(results)} samples agree with their SGF (sgfmill); "
           f"sheet: {out}")
     return 1 if bad else 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    try:
+        options = ExportOptions(
+            format=args.format, image_px=args.image_px, answer=args.answer,
+            template=read_template(args.prompt),
+            prompt_file=str(args.prompt) if args.prompt else None, shard_size=args.shard_size,
+        )
+        with ExportProgress() as progress:
+            manifest = export(args.dataset, args.out, options, workers=args.workers,
+                              force=args.force, progress=progress)
+    except DatasetError as exc:
+        print(f"dataset export: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"dataset export: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    counts = manifest["counts"]
+    sizes = ", ".join(f"{px} px {n}" for px, n in counts["image_px"].items()) or "none"
+    print(f"{args.out}: {counts['samples']} samples ({args.format}) in {counts['shards']} "
+          f"shards from {counts['games']} games, {manifest['seconds']} s; pictures: {sizes}")
+    return 0

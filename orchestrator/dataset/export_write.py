@@ -1,0 +1,323 @@
+"""One chunk of an export: a range of rows of one dataset shard in, one output shard out.
+
+:func:`export_chunk` is the unit of work, run in worker processes (and by anything else
+that distributes work): it takes plain values (paths, the shard's manifest entry, the game
+table rows it needs, the options) and returns a plain dict describing the file it wrote,
+so the caller needs nothing of this module's state. It reads its dataset shard itself,
+checking the shard's sha256 again, and writes only inside ``out``.
+
+Per sample: the picture is :func:`orchestrator.render.render_png` of the board before the
+move, with the previous move marked and at the size the player to move saw (see
+:mod:`.export_games`), the bytes the GO19 client sends; the prompt is the template filled
+in (:mod:`.prompt`); the answer is :func:`orchestrator.coords.move_to_text` of ``move``.
+
+Formats:
+
+- ``parquet``: ``data/train-NNNNN.parquet``, written in row groups of :data:`ROW_GROUP`
+  samples, so a worker holds one row group of pictures at a time. The schema carries the
+  Hugging Face ``datasets`` features (``image`` is an ``Image``); PNG bytes are stored
+  without parquet compression (deflate already did it), the other columns with zstd.
+- ``jsonl``: ``data/train-NNNNN.jsonl``, one object per line, and the PNG files under
+  ``images/NNNNN/`` (:data:`IMAGES_PER_FOLDER` per folder, by sample index).
+
+Files are written in place inside the export's partial folder; the whole folder is
+synced and renamed into place by :mod:`.export` once every chunk is done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from orchestrator.coords import from_index, move_to_text
+from orchestrator.dataset.export_games import NO_LAST, GameContext, game_context
+from orchestrator.dataset.prompt import fill, uses_board
+from orchestrator.dataset.samples import SIZE
+from orchestrator.dataset.shards import FIELDS, read_shard
+from orchestrator.files import sha256_file
+from orchestrator.render import render_png
+
+try:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+except ImportError:  # the `export` extra: only parquet exports need it
+    pa = pq = None
+
+ROW_GROUP = 256
+IMAGES_PER_FOLDER = 10_000
+DATA = "data"
+IMAGES = "images"
+SIDE_NAMES = {1: "black", 2: "white"}
+# Sample fields written as metadata columns; ``board`` is the picture.
+META_FIELDS = ("move", "to_play", "move_number", "winner", "game", "ko", "tactical")
+
+
+def data_file(shard: int, fmt: str) -> str:
+    return f"{DATA}/train-{shard:05d}.{fmt}"
+
+
+def image_file(index: int) -> str:
+    return f"{IMAGES}/{index // IMAGES_PER_FOLDER:05d}/{index:08d}.png"
+
+
+def extra_fields(fields: dict) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    """The fields a join added (KataGo labels), from a manifest's ``fields``: exported too."""
+    return {name: (np.dtype(spec["dtype"]), tuple(spec["shape"]))
+            for name, spec in fields.items() if name not in FIELDS}
+
+
+class _Samples:
+    """One chunk's rows and its games' contexts; per sample its picture, prompt, answer."""
+
+    def __init__(self, task: dict) -> None:
+        lo, hi = task["rows"]
+        arrays = read_shard(task["dataset"], {"fields": task["fields"]}, task["entry"])
+        self.arrays = {name: array[lo:hi] for name, array in arrays.items()}
+        self.n = hi - lo
+        image_px = task["image_px"]
+        self.games: dict[int, GameContext] = {
+            int(game): game_context(row, image_px) for game, row in task["games"].items()
+        }
+        self.answer = task["answer"]
+        self.template = task["template"]
+        self.with_board = uses_board(self.template)
+
+    def context(self, i: int) -> GameContext:
+        return self.games[int(self.arrays["game"][i])]
+
+    def picture(self, i: int) -> tuple[bytes, int, int]:
+        """PNG bytes, size in pixels and the marked point (-1 none) of sample ``i``."""
+        a = self.arrays
+        ctx = self.context(i)
+        to_play = int(a["to_play"][i])
+        px = ctx.image_px[to_play - 1]
+        last = int(ctx.last[int(a["move_number"][i])])
+        png = render_png(a["board"][i], None if last == NO_LAST else last, px)
+        return png, px, last
+
+    def prompt(self, i: int) -> str:
+        a = self.arrays
+        return fill(self.template, int(a["to_play"][i]), int(a["move_number"][i]),
+                    self.context(i).komi, self.answer, a["board"][i] if self.with_board else None)
+
+    def answer_text(self, i: int) -> str:
+        return move_to_text(from_index(int(self.arrays["move"][i]), SIZE), SIZE, self.answer)
+
+
+def export_chunk(task: dict, progress: Callable[[int], None] | None = None) -> dict:
+    """Write output shard ``task["shard"]``: rows ``task["rows"]`` of dataset shard
+    ``task["entry"]``; return its manifest entry (file, samples, bytes, sha256, counts).
+    ``progress`` (in-process callers) hears the samples written so far, every row group."""
+    samples = _Samples(task)
+    out = Path(task["out"])
+    (out / DATA).mkdir(parents=True, exist_ok=True)
+    path = out / data_file(task["shard"], task["format"])
+    tick = progress or (lambda done: None)
+    if task["format"] == "parquet":
+        stats = _write_parquet(path, samples, task["fields"], tick)
+    else:
+        stats = _write_jsonl(path, out, samples, task["first"], tick)
+    px_from: Counter = Counter()
+    for i in range(samples.n):
+        ctx = samples.context(i)
+        px_from[ctx.px_from[int(samples.arrays["to_play"][i]) - 1]] += 1
+    return {
+        "file": path.relative_to(out).as_posix(), "samples": samples.n,
+        "bytes": path.stat().st_size, "sha256": sha256_file(path),
+        "source_shard": task["entry"]["file"], "source_rows": list(task["rows"]),
+        **stats, "image_px_from": dict(px_from),
+    }
+
+
+def _sync(fh: io.BufferedWriter) -> None:
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+# -- jsonl -------------------------------------------------------------------------
+
+
+def _write_jsonl(path: Path, out: Path, samples: _Samples, first: int,
+                 tick: Callable[[int], None]) -> dict:
+    pngs = hashlib.sha256()
+    sizes: Counter = Counter()
+    folder = None
+    with open(path, "wb") as fh:
+        for i in range(samples.n):
+            png, px, last = samples.picture(i)
+            name = image_file(first + i)
+            image = out / name
+            if image.parent != folder:
+                folder = image.parent
+                folder.mkdir(parents=True, exist_ok=True)
+            image.write_bytes(png)
+            pngs.update(png)
+            sizes[px] += 1
+            record = {
+                "messages": [
+                    {"role": "user", "content": "<image>" + samples.prompt(i)},
+                    {"role": "assistant", "content": samples.answer_text(i)},
+                ],
+                "images": [name],
+                **_metadata(samples, i, px, last, scalars_only=True),
+            }
+            fh.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
+            if (i + 1) % ROW_GROUP == 0:
+                tick(i + 1)
+        _sync(fh)
+    return {"images_sha256": pngs.hexdigest(), "image_px": _sizes(sizes)}
+
+
+def _sizes(sizes: Counter) -> dict[str, int]:
+    return {str(px): n for px, n in sorted(sizes.items())}
+
+
+def _metadata(samples: _Samples, i: int, px: int, last: int, scalars_only: bool) -> dict:
+    a = samples.arrays
+    ctx = samples.context(i)
+    meta: dict = {"answer": samples.answer_text(i)}
+    for name in META_FIELDS:
+        meta[name] = int(a[name][i])
+    meta.update(side=SIDE_NAMES[meta["to_play"]], last_move=last, image_px=px,
+                source=ctx.source, sgf=ctx.sgf, run=ctx.run)
+    for name, array in a.items():
+        if name in FIELDS or (scalars_only and array.ndim > 1):
+            continue
+        value = array[i]
+        meta[name] = value.tolist() if array.ndim > 1 else (
+            float(value) if array.dtype.kind == "f" else int(value))
+    return meta
+
+
+# -- parquet -----------------------------------------------------------------------
+
+
+def _write_parquet(path: Path, samples: _Samples, fields: dict,
+                   tick: Callable[[int], None]) -> dict:
+    schema = parquet_schema(fields)
+    sizes: Counter = Counter()
+    with open(path, "wb") as fh:
+        writer = pq.ParquetWriter(
+            fh, schema, compression=_compression(schema), use_dictionary=False,
+            write_statistics=[n for n in schema.names if n not in ("image", "messages")],
+        )
+        for table, batch_sizes in _tables(samples, schema):
+            writer.write_table(table, row_group_size=ROW_GROUP)
+            sizes.update(batch_sizes)
+            tick(sizes.total())
+        writer.close()
+        _sync(fh)
+    return {"image_px": _sizes(sizes)}
+
+
+def _compression(schema) -> dict[str, str]:
+    """zstd for every leaf column but the PNG bytes, which deflate already packed."""
+    buffer = io.BytesIO()
+    pq.write_table(schema.empty_table(), buffer)
+    leaves = pq.ParquetFile(buffer).schema
+    return {leaves.column(i).path: "NONE" if leaves.column(i).path == "image.bytes" else "ZSTD"
+            for i in range(len(leaves))}
+
+
+def _arrow_type(dtype: np.dtype, shape: tuple[int, ...]):
+    scalar = pa.from_numpy_dtype(dtype)
+    return scalar if not shape else pa.list_(scalar, int(np.prod(shape)))
+
+
+def _feature(dtype: np.dtype, shape: tuple[int, ...]) -> dict:
+    value = {"dtype": np.dtype(dtype).name, "_type": "Value"}
+    if not shape:
+        return value
+    return {"feature": value, "length": int(np.prod(shape)), "_type": "Sequence"}
+
+
+_STRING = {"dtype": "string", "_type": "Value"}
+
+
+def _columns(fields: dict) -> list[tuple[str, object, dict]]:
+    """(name, arrow type, datasets feature) of every column after ``image`` and ``messages``."""
+    columns: list[tuple[str, object, dict]] = [("answer", pa.string(), _STRING)]
+    for name in META_FIELDS:
+        dtype, shape = FIELDS[name]
+        columns.append((name, _arrow_type(dtype, shape), _feature(dtype, shape)))
+    columns += [
+        ("side", pa.string(), _STRING),
+        ("last_move", pa.int16(), _feature(np.dtype(np.int16), ())),
+        ("image_px", pa.int16(), _feature(np.dtype(np.int16), ())),
+        ("source", pa.string(), _STRING), ("sgf", pa.string(), _STRING),
+        ("run", pa.string(), _STRING),
+    ]
+    for name, (dtype, shape) in extra_fields(fields).items():
+        columns.append((name, _arrow_type(dtype, shape), _feature(dtype, shape)))
+    return columns
+
+
+def parquet_schema(fields: dict):
+    """The export's arrow schema, with the ``datasets`` features in its metadata (the
+    list-style feature spelling, which datasets 2.x to 5.x all read)."""
+    text = pa.struct([("type", pa.string()), ("text", pa.string())])
+    message = pa.struct([("role", pa.string()), ("content", pa.list_(text))])
+    columns = [
+        ("image", pa.struct([("bytes", pa.binary()), ("path", pa.string())]),
+         {"_type": "Image"}),
+        ("messages", pa.list_(message),
+         [{"role": _STRING, "content": [{"type": _STRING, "text": _STRING}]}]),
+        *_columns(fields),
+    ]
+    features = {name: feature for name, _, feature in columns}
+    metadata = {"huggingface": json.dumps({"info": {"features": features}})}
+    return pa.schema([(name, kind) for name, kind, _ in columns], metadata=metadata)
+
+
+def _messages(prompts: list[str], answers: list[str]):
+    """TRL's vision chat form, built column-wise: per sample a user turn
+    ``[{"type": "image"}, {"type": "text", "text": prompt}]`` and an assistant turn
+    ``[{"type": "text", "text": answer}]``."""
+    n = len(prompts)
+    texts: list[str | None] = [None] * (3 * n)
+    texts[1::3] = prompts
+    texts[2::3] = answers
+    parts = pa.StructArray.from_arrays(
+        [pa.array(["image", "text", "text"] * n), pa.array(texts, pa.string())],
+        names=["type", "text"])
+    k = np.arange(2 * n + 1)
+    content = pa.ListArray.from_arrays(pa.array(3 * (k // 2) + 2 * (k % 2), pa.int32()), parts)
+    turns = pa.StructArray.from_arrays([pa.array(["user", "assistant"] * n), content],
+                                       names=["role", "content"])
+    return pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * n + 1, 2), pa.int32()), turns)
+
+
+def _tables(samples: _Samples, schema) -> Iterator[tuple[object, Counter]]:
+    a = samples.arrays
+    for lo in range(0, samples.n, ROW_GROUP):
+        rows = range(lo, min(lo + ROW_GROUP, samples.n))
+        pictures = [samples.picture(i) for i in rows]
+        prompts = [samples.prompt(i) for i in rows]
+        answers = [samples.answer_text(i) for i in rows]
+        contexts = [samples.context(i) for i in rows]
+        image = pa.StructArray.from_arrays(
+            [pa.array([p[0] for p in pictures], pa.binary()), pa.nulls(len(rows), pa.string())],
+            names=["bytes", "path"])
+        sl = slice(rows.start, rows.stop)
+        values: dict[str, object] = {
+            "image": image, "messages": _messages(prompts, answers), "answer": answers,
+            "side": [SIDE_NAMES[int(t)] for t in a["to_play"][sl]],
+            "last_move": [p[2] for p in pictures], "image_px": [p[1] for p in pictures],
+            "source": [c.source for c in contexts], "sgf": [c.sgf for c in contexts],
+            "run": [c.run for c in contexts],
+        }
+        for name in schema.names:
+            if name not in values:
+                array = a[name][sl]
+                values[name] = list(array.reshape(len(array), -1)) if array.ndim > 1 else array
+        arrays = [pa.array(values[name], schema.field(name).type)
+                  if not isinstance(values[name], pa.Array) else values[name]
+                  for name in schema.names]
+        yield pa.Table.from_arrays(arrays, schema=schema), Counter(p[1] for p in pictures)
