@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "dataset",
     "label",
+    "play",
 )
 
 
