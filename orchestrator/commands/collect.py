@@ -34,6 +34,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reports", type=Path, default=Path("reports"))
     parser.add_argument("--no-dashboard", action="store_true", help="plain log lines instead")
     parser.add_argument("--no-report", action="store_true", help="skip the end-of-run report")
+    parser.add_argument(
+        "--web", metavar="[HOST:]PORT",
+        help="also serve a watch page of the run (needs the web extra; host 127.0.0.1 "
+        "unless given)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -53,10 +58,13 @@ def run(args: argparse.Namespace) -> int:
 
     dashboard = Dashboard() if options.dashboard else None
     log = dashboard.log if dashboard else plain_log
+    factory = dashboard.run if dashboard else None
+    if args.web is not None:
+        factory = _web_factory(args.web, factory)
+        if factory is None:
+            return 2
     try:
-        summary = trio.run(
-            collect, options, log, dashboard.run if dashboard else None
-        )
+        summary = trio.run(collect, options, log, factory)
     except (MatchupError, CollectError) as exc:
         print(f"collect: {exc}", file=sys.stderr)
         return 2
@@ -69,6 +77,24 @@ def run(args: argparse.Namespace) -> int:
     if summary.state.stop_reason and summary.state.stop_reason.startswith("player"):
         return 3
     return 130 if summary.interrupted else 0
+
+
+def _web_factory(bind: str, dashboard):
+    """The watch page served beside the dashboard (orchestrator/web); None after an error."""
+    try:
+        from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, parse_bind, watch_task
+    except ImportError as exc:
+        print(f"collect: --web needs the web extra ({exc.name} missing): "
+              "pip install 'go19[web]'", file=sys.stderr)
+        return None
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as exc:
+        print(f"collect: --web: {exc}", file=sys.stderr)
+        return None
+    if not is_loopback(host):
+        print(NO_AUTH_WARNING.format(host=host), file=sys.stderr)
+    return watch_task(host, port, dashboard)
 
 
 def print_summary(summary: RunSummary) -> None:

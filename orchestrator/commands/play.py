@@ -42,20 +42,22 @@ def run(args: argparse.Namespace) -> int:
     if not is_loopback(args.host):
         print(NO_AUTH_WARNING.format(host=args.host), file=sys.stderr)
 
+    failed: list[OSError] = []
+
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             try:
                 url, _ = await nursery.start(serve_play, args.host, args.port, args.recordings)
             except OSError as exc:
-                raise SystemExit(f"play: cannot listen on {args.host}:{args.port}: "
-                                 f"{exc.strerror or exc}") from None
+                failed.append(exc)
+                return
             print(f"go19 play: {url}  (Ctrl-C to stop)", flush=True)
             if args.open:
                 webbrowser.open(url)
 
-    try:
-        trio.run(main)
-    except SystemExit as exc:
-        print(exc.code, file=sys.stderr)
+    trio.run(main)
+    if failed:
+        print(f"play: cannot listen on {args.host}:{args.port}: "
+              f"{failed[0].strerror or failed[0]}", file=sys.stderr)
         return 2
     return 0

@@ -110,12 +110,13 @@ def watch_app(hub: WatchHub) -> Starlette:
         return FileResponse(path, media_type="application/x-go-sgf")
 
     async def socket(websocket: WebSocket) -> None:
-        selected: dict[str, int | None] = {"game": None}
+        # The game this page watches; "fresh": a click the page wants answered in full.
+        selected: dict[str, int | bool | None] = {"game": None, "fresh": False}
 
         def on_message(message: dict) -> None:
             number = message.get("game")
             if message.get("type") == "watch" and (number is None or isinstance(number, int)):
-                selected["game"] = number
+                selected["game"], selected["fresh"] = number, True
 
         async def sender() -> None:
             last_sent = None
@@ -123,7 +124,9 @@ def watch_app(hub: WatchHub) -> Starlette:
             while True:
                 payload: dict = {"type": "watch", **hub.overview()}
                 number = selected["game"]
-                if number is not None:
+                if selected["fresh"]:
+                    selected["fresh"], replay_sent, last_sent = False, None, None
+                if isinstance(number, int):
                     view = hub.live_view(number)
                     if view is None:
                         # Finished (or unknown): its frames go once, then only the list.

@@ -136,7 +136,8 @@ function gameRows(tbody, games, columns) {
     }
     tr.onclick = (ev) => {
       if (ev.target.tagName === "A") return;
-      watched = g.number; replay = null;
+      if (g.number !== watched) replay = null;  // keep the frames shown until new ones come
+      watched = g.number;
       send({type: "watch", game: g.number});
     };
     tbody.appendChild(tr);
@@ -165,13 +166,15 @@ function showWatch(msg) {
     $("estimate").textContent = v.estimate;
   } else if (v.kind === "replay" && !v.same) {
     if (v.error) { $("status").textContent = v.error; return; }
+    // The same game again (the page asked anew): stay at the move being looked at.
+    const same = replay && replay.number === v.number && replay.moves.length === v.moves.length;
     replay = v;
     $("replay").classList.remove("hidden");
     $("slider").max = v.moves.length;
-    $("slider").value = v.moves.length;
+    if (!same) $("slider").value = v.moves.length;
     $("sgf-link").href = v.sgf;
     $("turn").textContent = `${v.result} (${v.reason})`;
-    showFrame(v.moves.length);
+    showFrame(Number($("slider").value));
   } else if (v.kind === "gone") {
     $("players").textContent = `game ${v.number} is not in this run`;
   }
