@@ -37,6 +37,10 @@ async def ping_once(host: str, port: int, timeout: float) -> tuple[bool, str, fl
     return True, "", rtt
 
 
+def _ms(ms: float) -> str:
+    return f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"
+
+
 class ServerCheck:
     """One server row's label and reconnect loop; ``changed`` is called on every update,
     ``on_ok`` after each successful check (the game's endpoint forgets its failures)."""
@@ -74,6 +78,12 @@ class ServerCheck:
         if auto:
             nursery.start_soon(self._run, host, port, timeout, auto, False)
 
+    def forget(self) -> None:
+        """The row now names another server: stop, and say nothing about the new one yet."""
+        self.stop()
+        self.failures = 0
+        self._set("● unchecked", GREY)
+
     def stop(self) -> None:
         if self._scope is not None:
             self._scope.cancel()
@@ -98,18 +108,18 @@ class ServerCheck:
             ok, reason, ms = await ping_once(host, port, timeout)
             if ok:
                 self.failures = 0
-                self._set(f"● OK {where} ({ms:.0f} ms)", GREEN)
+                self._set(f"● OK {where} ({_ms(ms)} ms)", GREEN)
                 self._on_ok()
                 return
             self.failures += 1
             if not auto:
-                self._set(f"● FAILED {where}: {reason} ({ms:.0f} ms)", RED)
+                self._set(f"● FAILED {where}: {reason} ({_ms(ms)} ms)", RED)
                 return
             if self.failures >= MAX_FAILURES:
-                self._set(f"● FAILED {where}: {reason} ({ms:.0f} ms) — gave up after "
+                self._set(f"● FAILED {where}: {reason} ({_ms(ms)} ms) — gave up after "
                           f"{self.failures} failures in a row; check again to retry", RED)
                 return
-            self._set(f"● FAILED {where}: {reason} ({ms:.0f} ms)", RED)
+            self._set(f"● FAILED {where}: {reason} ({_ms(ms)} ms)", RED)
 
     async def _count_down(self, where: str) -> None:
         delay = min(BACKOFF_STEP_S * self.failures, BACKOFF_CAP_S)

@@ -262,10 +262,16 @@ class PlaySession:
 
     def _apply(self, raw: object) -> bool:
         try:
-            self.settings = PlaySettings.model_validate(raw)
+            settings = PlaySettings.model_validate(raw)
         except ValidationError as exc:
             self.say(settings_error(exc), "error")
             return False
+        old, self.settings = self.settings, settings
+        for i, check in self.checks.items():
+            if settings.server(i) != old.server(i):
+                check.forget()  # the label spoke of another address
+            elif not getattr(settings, f"auto_reconnect{i}"):
+                check.stop()
         return True
 
     def _act(self, action: int) -> None:
@@ -470,12 +476,14 @@ async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Go1
     """The game's GO19 endpoints (server 1, and server 2 when it differs), closed after."""
     endpoints: dict[int, Go19Endpoint] = {}
     if settings.mode in ("av", "hv", "vv"):
-        connect = min(settings.timeout, 5.0)
-        endpoints[1] = Go19Endpoint([settings.server(1)], connect_timeout=connect)
+        # No backoff in the game: a move the server cannot answer falls back at once, and
+        # the next move tries again; the server row's auto-reconnect does the waiting.
+        options = {"connect_timeout": min(settings.timeout, 5.0), "backoff_step": 0.0,
+                   "backoff_cap": 0.0, "max_failures": MOVE_CAP + 1}
+        endpoints[1] = Go19Endpoint([settings.server(1)], **options)
         if settings.mode == "vv":
             same = settings.server(2) == settings.server(1)
-            endpoints[2] = endpoints[1] if same else Go19Endpoint(
-                [settings.server(2)], connect_timeout=connect)
+            endpoints[2] = endpoints[1] if same else Go19Endpoint([settings.server(2)], **options)
     try:
         yield endpoints
     finally:

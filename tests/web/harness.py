@@ -11,8 +11,10 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import socket
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -85,6 +87,28 @@ class TrioLoop:
     def close(self) -> None:
         trio.from_thread.run_sync(self.nursery.cancel_scope.cancel, trio_token=self._token)
         self._thread.join(10)
+
+
+@contextmanager
+def headless_chromium(width: int = 1400, height: int = 1000) -> Iterator:
+    """Debian's Chromium under chromedriver, headless, with a fresh profile."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="go19-chromium-")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                 f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    chrome = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def wait_for(driver, predicate: Callable, message: str = ""):

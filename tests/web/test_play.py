@@ -18,7 +18,6 @@ skip_without_browser()
 
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select  # noqa: E402
 
 from orchestrator.coords import PASS, from_gtp  # noqa: E402
 from orchestrator.render import render_png  # noqa: E402
@@ -26,6 +25,15 @@ from orchestrator.rules import BLACK, WHITE, Game, tromp_taylor  # noqa: E402
 from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
 from orchestrator.sgf import read_games, replay  # noqa: E402
 from orchestrator.web.server import serve_play  # noqa: E402
+from tests.web.page import (  # noqa: E402
+    board_attr,
+    click_point,
+    configure,
+    move_is,
+    point_offset,
+    press,
+    text,
+)
 
 
 @pytest.fixture
@@ -42,51 +50,6 @@ def play(loop, driver, tmp_path):
 def start_go19(loop, port: int = 0):
     """A real GO19 server (the heuristic AI) in the test loop: (port, stop)."""
     return loop.start(partial(serve_go19, HeuristicEngine(seed=7), "127.0.0.1", port))
-
-
-def board_attr(driver, name: str) -> str | None:
-    return driver.find_element(By.ID, "board").get_attribute(f"data-{name}")
-
-
-def text(driver, element_id: str) -> str:
-    return driver.find_element(By.ID, element_id).text
-
-
-def move_is(n: int):
-    return lambda d: board_attr(d, "move") == str(n)
-
-
-def configure(driver, mode: str, **fields) -> None:
-    Select(driver.find_element(By.ID, "mode")).select_by_value(mode)
-    for name, value in fields.items():
-        element = driver.find_element(By.ID, name.replace("_", "-"))
-        if element.get_attribute("type") == "checkbox":
-            if element.is_selected() != value:
-                element.click()
-        else:
-            element.clear()
-            element.send_keys(str(value))
-
-
-def point_offset(driver, vertex: str) -> tuple[int, int]:
-    """Where the board's own coordinate labels put ``vertex``, as an offset from the
-    board's centre: the column letter's x and the row number's y."""
-    board = driver.find_element(By.ID, "board").rect
-    col = driver.find_element(By.CSS_SELECTOR, f'text[data-col="{vertex[0]}"]').rect
-    row = driver.find_element(By.CSS_SELECTOR, f'text[data-row="{vertex[1:]}"]').rect
-    x = col["x"] + col["width"] / 2 - (board["x"] + board["width"] / 2)
-    y = row["y"] + row["height"] / 2 - (board["y"] + board["height"] / 2)
-    return round(x), round(y)
-
-
-def click_point(driver, vertex: str) -> None:
-    dx, dy = point_offset(driver, vertex)
-    board = driver.find_element(By.ID, "board")
-    ActionChains(driver).move_to_element_with_offset(board, dx, dy).click().perform()
-
-
-def press(driver, button: str) -> None:
-    driver.find_element(By.ID, button).click()
 
 
 def test_human_vs_ai_clicks_land_where_the_sgf_says(play, driver):

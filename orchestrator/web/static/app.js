@@ -114,34 +114,41 @@ function showPlay(msg) {
 
 // -- watch -----------------------------------------------------------------------
 
-function cell(row, text) {
-  const td = document.createElement("td");
-  td.textContent = text;
-  row.appendChild(td);
-  return td;
-}
-
+// Rows are updated in place (by game number), not rebuilt: a row that is replaced
+// between mouse-down and mouse-up would swallow the click.
 function gameRows(tbody, games, columns) {
-  tbody.replaceChildren();
-  for (const g of games) {
-    const tr = document.createElement("tr");
-    tr.dataset.game = g.number;
-    tr.classList.toggle("selected", g.number === watched);
-    for (const c of columns) {
-      if (c === "sgf") {
-        const a = document.createElement("a");
-        a.href = g.sgf; a.textContent = "SGF"; a.download = "";
-        cell(tr, "").appendChild(a);
-      } else cell(tr, String(g[c]));
+  const rows = new Map([...tbody.rows].map((tr) => [Number(tr.dataset.game), tr]));
+  games.forEach((g, i) => {
+    let tr = rows.get(g.number);
+    if (!tr) {
+      tr = document.createElement("tr");
+      tr.dataset.game = g.number;
+      for (const c of columns) {
+        const td = document.createElement("td");
+        if (c === "sgf") {
+          const a = document.createElement("a");
+          a.href = g.sgf; a.textContent = "SGF"; a.download = "";
+          td.appendChild(a);
+        }
+        tr.appendChild(td);
+      }
+      tr.onclick = (ev) => {
+        if (ev.target.tagName === "A") return;
+        if (g.number !== watched) replay = null;  // keep the frames shown until new ones come
+        watched = g.number;
+        for (const other of document.querySelectorAll("#games tr.selected")) other.classList.remove("selected");
+        tr.classList.add("selected");
+        send({type: "watch", game: g.number});
+      };
     }
-    tr.onclick = (ev) => {
-      if (ev.target.tagName === "A") return;
-      if (g.number !== watched) replay = null;  // keep the frames shown until new ones come
-      watched = g.number;
-      send({type: "watch", game: g.number});
-    };
-    tbody.appendChild(tr);
-  }
+    rows.delete(g.number);
+    columns.forEach((c, k) => {
+      if (c !== "sgf" && tr.cells[k].textContent !== String(g[c])) tr.cells[k].textContent = String(g[c]);
+    });
+    tr.classList.toggle("selected", g.number === watched);
+    if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+  });
+  for (const gone of rows.values()) gone.remove();
 }
 
 function showWatch(msg) {

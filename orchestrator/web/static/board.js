@@ -3,7 +3,7 @@
 "use strict";
 
 const SIZE = 19;
-const MARGIN = 1.2;  // board units (one unit = the distance between two lines)
+const MARGIN = 1.45;  // board units (one unit = the distance between two lines)
 const COLUMNS = "ABCDEFGHJKLMNOPQRST";
 const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -23,17 +23,18 @@ class Board {
   constructor(svg, onClick, onHover) {
     this.svg = svg;
     const far = MARGIN + SIZE - 1;
-    svg.appendChild(svgEl("rect", {x: 0, y: 0, width: 2 * MARGIN + SIZE - 1,
-                                   height: 2 * MARGIN + SIZE - 1, class: "wood"}));
+    const side = 2 * MARGIN + SIZE - 1;
+    svg.setAttribute("viewBox", `0 0 ${side} ${side}`);
+    svg.appendChild(svgEl("rect", {x: 0, y: 0, width: side, height: side, class: "wood"}));
     for (let i = 0; i < SIZE; i++) {
       const at = MARGIN + i;
       svg.appendChild(svgEl("line", {x1: MARGIN, y1: at, x2: far, y2: at, class: "grid"}));
       svg.appendChild(svgEl("line", {x1: at, y1: MARGIN, x2: at, y2: far, class: "grid"}));
       const letter = COLUMNS[i], number = String(SIZE - i);
-      for (const y of [MARGIN / 2, far + MARGIN / 2]) {
+      for (const y of [MARGIN / 2 - 0.05, far + MARGIN / 2 + 0.05]) {
         svg.appendChild(svgEl("text", {x: at, y: y, class: "coord", "data-col": letter}, letter));
       }
-      for (const x of [MARGIN / 2, far + MARGIN / 2]) {
+      for (const x of [MARGIN / 2 - 0.05, far + MARGIN / 2 + 0.05]) {
         svg.appendChild(svgEl("text", {x: x, y: at, class: "coord", "data-row": number}, number));
       }
     }
