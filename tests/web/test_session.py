@@ -1,0 +1,138 @@
+"""The play session and the connection panel without a browser: the state the page
+draws, driven by the messages the page sends, over real loopback sockets."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import trio
+import trio.testing
+
+from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
+from orchestrator.coords import PASS, from_gtp
+from orchestrator.players.base import ErrorReply
+from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.rules import Game
+from orchestrator.sgf import read_games
+from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
+from orchestrator.web.session import PlaySession
+from orchestrator.web.watch import _FALLBACK_EVENT
+from tests.web.harness import free_port
+
+
+async def until(session: PlaySession, predicate) -> None:
+    with trio.fail_after(30):
+        while not predicate():
+            await session.pulse.wait(session.pulse.version)
+
+
+def settings(**changes) -> dict:
+    base = {"mode": "hh", "colour": "black", "host1": "127.0.0.1", "port1": 5019, "host2": "",
+            "port2": None, "timeout": 5, "komi": 2.5, "training": True, "auto_restart": False,
+            "auto_reconnect1": False, "auto_reconnect2": False}
+    return {**base, **changes}
+
+
+async def test_clicks_refusals_and_the_recorded_game(tmp_path):
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings()})
+        await until(session, lambda: session.waiting_human)
+        d4, q16 = from_gtp("D4", 19), from_gtp("Q16", 19)
+        session.handle({"type": "click", "point": d4})
+        await until(session, lambda: session.live.game.move_number == 1 and session.waiting_human)
+        session.handle({"type": "click", "point": d4})
+        await until(session, lambda: "occupied" in session.status[0])
+        assert session.status == ("illegal move D4: occupied", "error")
+        session.handle({"type": "click", "point": 400})
+        assert session.status == ("bad point 400", "error")
+        session.handle({"type": "settings", "settings": settings(komi=2.7)})
+        assert session.status[0].startswith("bad setting komi")
+        session.handle({"type": "click", "point": q16})
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        session.handle({"type": "pass"})
+        await until(session, lambda: session.live.game.move_number == 3 and session.waiting_human)
+        session.handle({"type": "pass"})
+        await until(session, lambda: bool(session.saved))
+        assert session.outcome.result == "W+2.5" and session.outcome.reason == "two-passes"
+        assert session.snapshot()["turn"].startswith("Game over: W+2.5 (two-passes) — area "
+                                                     "count B 1 vs W 1")
+        game = read_games(session.saved[0])[0]
+        assert [(m.point, m.source) for m in game.moves] == [
+            (d4, None), (q16, None), (PASS, None), (PASS, None)]
+        assert game.root_props["GOXIXEND"] == "two-passes"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_vlm_that_cannot_be_reached_falls_back_marked(tmp_path):
+    port = free_port()
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="hv", port1=port)})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        assert session.checks[1].colour == RED
+        assert session.snapshot()["game"]["fallbacks"] == [session.live.game.moves[1].point]
+        session.handle({"type": "resign"})
+        await until(session, lambda: bool(session.saved))
+        moves = read_games(session.saved[0])[0].moves
+        assert moves[1].source == "fallback:connection" and moves[0].source is None
+        assert session.outcome.result == "W+R"
+        nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+def loopback_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps after 5 ms of real idleness: a refused loopback connect
+    is over long before that."""
+    return trio.testing.MockClock(autojump_threshold=0.005)
+
+
+async def test_reconnect_countdown_backs_off_and_gives_up_after_six(loopback_clock):
+    clock_start = trio.current_time()
+    labels: list[tuple[str, str]] = []
+    check: ServerCheck
+
+    def changed() -> None:
+        labels.append((check.label, check.colour))
+
+    check = ServerCheck(changed, lambda: None)
+    assert (check.label, check.colour) == ("● unchecked", GREY)
+    port = free_port()
+    async with trio.open_nursery() as nursery:
+        check.check(nursery, "127.0.0.1", port, 2.0, auto=True)
+    waits: dict[int, list[str]] = {}
+    for text, _ in labels:
+        if text.startswith("● reconnect wait #"):
+            waits.setdefault(int(text.split("#")[1].split()[0]), []).append(text)
+    assert sorted(waits) == [1, 2, 3, 4, 5]  # the 6th failure gives up instead of waiting
+    for n, delay in zip(range(1, 6), (1.5, 3.0, 4.5, 6.0, 7.5), strict=True):
+        assert waits[n][0] == f"● reconnect wait #{n} — {delay:.1f} s (127.0.0.1:{port})"
+        assert len(waits[n]) == math.ceil(delay / 0.25)  # the label counts down every 0.25 s
+    assert all(colour == AMBER for text, colour in labels if "reconnect wait" in text)
+    assert labels[-1][1] == RED and "gave up after 6 failures" in labels[-1][0]
+    assert check.failures == 6
+    assert trio.current_time() - clock_start >= 1.5 + 3 + 4.5 + 6 + 7.5
+
+
+async def test_the_watch_page_counts_the_referees_fallback_events():
+    events: list[str] = []
+
+    class Broken:
+        name = "broken"
+
+        async def genmove(self, game: Game) -> int:
+            raise ErrorReply("broken: no")
+
+        async def aclose(self) -> None:
+            return None
+
+    spec = GameSpec(slot=0, black="broken", white="ai")
+    live = LiveGame(number=7, spec=spec, game=Game(), event_sink=events.append)
+    await play_game(spec, 7, {"broken": Broken(), "ai": HeuristicPlayer("ai", seed=1)},
+                    RefereeSettings(move_cap=6), live=live)
+    assert len(events) == 3
+    assert all(_FALLBACK_EVENT.match(e) and _FALLBACK_EVENT.match(e).group(1) == "7"
+               for e in events)
