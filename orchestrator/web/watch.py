@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # The referee's fallback event (collect/referee.py): "game N move M: NAME REASON, fallback".
 _FALLBACK_EVENT = re.compile(r"^game (\d+) move \d+: .+ \S+, fallback$")
 FINISHED_SHOWN = 200
+LIVE_SHOWN = 100
 
 
 class WatchHub:
@@ -35,6 +36,9 @@ class WatchHub:
     def __init__(self, collector: Collector) -> None:
         self.collector = collector
         self.fallbacks: Counter[int] = Counter()  # game number -> fallbacks so far
+        # game number -> (move number, estimate): one estimate per new move, however many
+        # pages look and however often, so watching costs the run next to nothing.
+        self._estimates: dict[int, tuple[int, str]] = {}
         state = collector.state
         chained = state.on_event
 
@@ -71,15 +75,21 @@ class WatchHub:
     def overview(self) -> dict:
         state = self.collector.state
         live = []
-        for number in sorted(state.live):
+        numbers = sorted(state.live)[:LIVE_SHOWN]
+        self._estimates = {n: e for n, e in self._estimates.items() if n in state.live}
+        for number in numbers:
             entry = state.live[number]
             game = entry.game
+            cached = self._estimates.get(number)
+            if cached is None or cached[0] != game.move_number:
+                cached = (game.move_number, estimate(game.board, game.komi).summary())
+                self._estimates[number] = cached
             live.append({
                 "number": number,
                 "black": entry.spec.black,
                 "white": entry.spec.white,
                 "move": game.move_number,
-                "estimate": estimate(game.board, game.komi).summary(),
+                "estimate": cached[1],
                 "fallbacks": self.fallbacks.get(number, 0),
                 "waiting_on": entry.waiting_on or "",
             })

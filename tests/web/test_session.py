@@ -4,6 +4,7 @@ draws, driven by the messages the page sends, over real loopback sockets."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import trio
@@ -14,6 +15,7 @@ from orchestrator.coords import PASS, from_gtp
 from orchestrator.players.base import ErrorReply
 from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.rules import Game
+from orchestrator.serve import serve_go19
 from orchestrator.sgf import read_games
 from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
 from orchestrator.web.session import PlaySession
@@ -80,6 +82,35 @@ async def test_a_vlm_that_cannot_be_reached_falls_back_marked(tmp_path):
         moves = read_games(session.saved[0])[0].moves
         assert moves[1].source == "fallback:connection" and moves[0].source is None
         assert session.outcome.result == "W+R"
+        nursery.cancel_scope.cancel()
+
+
+class Silent:
+    """A GO19 engine that never answers (a model stuck on a request)."""
+
+    async def genmove(self, board, color) -> int:
+        await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_cancel_vlm_response_lets_the_local_ai_play_marked(tmp_path):
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(partial(serve_go19, Silent(), "127.0.0.1", 0))
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="hv", port1=port, timeout=600)})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
+        await until(session, lambda: session.snapshot()["can_cancel"])
+        assert session.snapshot()["turn"] == f"vlm-127.0.0.1:{port} is thinking…"
+        session.handle({"type": "cancel"})
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        assert session.marks == {1: "cancelled"}
+        assert "fallback: vlm-127.0.0.1:" in session.status[0]
+        session.handle({"type": "resign"})
+        await until(session, lambda: bool(session.saved))
+        assert read_games(session.saved[0])[0].moves[1].source == "fallback:cancelled"
         nursery.cancel_scope.cancel()
 
 
