@@ -15,14 +15,14 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import trio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator import __version__
 from orchestrator.collect.recorder import journal_record, utc_stamp
-from orchestrator.collect.referee import GameOutcome, GameSpec, LiveGame, RefereeSettings, play_game
+from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
 from orchestrator.collect.sgf_record import recorded_game_sgf
 from orchestrator.coords import PASS, to_gtp
 from orchestrator.files import atomic_write
@@ -35,6 +35,9 @@ from orchestrator.rules.game import Game
 from orchestrator.web import views
 from orchestrator.web.connection import ServerCheck
 from orchestrator.web.pulse import Pulse
+
+if TYPE_CHECKING:  # what play_game returns (its name is changing in collect; only typed here)
+    from orchestrator.collect.referee import GameOutcome
 
 Mode = Literal["hh", "ha", "av", "hv", "vv"]
 MODE_NAMES = {
