@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable, Callable
 from importlib.resources import files
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import trio
 from starlette.applications import Starlette
@@ -48,6 +49,9 @@ async def _send(websocket: WebSocket, payload: dict) -> bool:
 async def _serve_socket(websocket: WebSocket, sender: Callable[[], Awaitable[None]],
                         on_message: Callable[[dict], None]) -> None:
     """Run ``sender`` beside a receive loop until the page goes away."""
+    if not same_origin(websocket):
+        await websocket.close(code=1008)  # policy violation
+        return
     await websocket.accept()
     async with trio.open_nursery() as nursery:
 
@@ -75,6 +79,14 @@ async def _serve_socket(websocket: WebSocket, sender: Callable[[], Awaitable[Non
             await websocket.close()
         except (RuntimeError, OSError, trio.BrokenResourceError):
             pass
+
+
+def same_origin(websocket: WebSocket) -> bool:
+    """Only our own page may open the socket: the page has no authentication, and any
+    web site the user visits could otherwise play, or probe hosts through the server rows.
+    Clients that send no Origin (not browsers) are let in."""
+    origin = websocket.headers.get("origin")
+    return origin is None or urlsplit(origin).netloc == websocket.headers.get("host")
 
 
 def play_app(session: PlaySession) -> Starlette:

@@ -3,16 +3,18 @@ reachable from other hosts, and a port that cannot be bound (one line, exit 2)."
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import trio
 
 pytest.importorskip("hypercorn", reason="the web extra is not installed (pip install -e '.[web]')")
 
-from orchestrator.web.server import is_loopback, parse_bind  # noqa: E402
+from orchestrator.web.server import is_loopback, parse_bind, serve_play  # noqa: E402
 
 DEMO = Path(__file__).resolve().parents[2] / "matchups" / "demo.toml"
 
@@ -63,3 +65,20 @@ def test_collect_web_with_a_bad_address_stops_before_the_run(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("collect: --web: bad address 'nowhere:'")
     assert not any(tmp_path.iterdir())
+
+
+async def test_only_the_page_itself_may_open_the_websocket(tmp_path):
+    trio_websocket = pytest.importorskip("trio_websocket", reason="comes with selenium")
+    async with trio.open_nursery() as nursery:
+        url, _ = await nursery.start(serve_play, "127.0.0.1", 0, tmp_path)
+        ws_url = url.replace("http://", "ws://") + "ws"
+        host = url.removeprefix("http://").rstrip("/")
+        with pytest.raises(trio_websocket.ConnectionRejected):
+            async with trio_websocket.open_websocket_url(
+                    ws_url, extra_headers=[(b"Origin", b"http://evil.example")]):
+                pass
+        async with trio_websocket.open_websocket_url(
+                ws_url, extra_headers=[(b"Origin", f"http://{host}".encode())]) as ws:
+            first = json.loads(await ws.get_message())
+        assert first["type"] == "play" and first["game"]["move"] == 0
+        nursery.cancel_scope.cancel()
