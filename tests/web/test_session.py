@@ -15,7 +15,7 @@ from orchestrator.coords import PASS, from_gtp
 from orchestrator.players.base import ErrorReply
 from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.rules import Game
-from orchestrator.serve import serve_go19
+from orchestrator.serve import HeuristicEngine, serve_go19
 from orchestrator.sgf import read_games
 from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
 from orchestrator.web.session import PlaySession
@@ -111,6 +111,39 @@ async def test_cancel_vlm_response_lets_the_local_ai_play_marked(tmp_path):
         session.handle({"type": "resign"})
         await until(session, lambda: bool(session.saved))
         assert read_games(session.saved[0])[0].moves[1].source == "fallback:cancelled"
+        nursery.cancel_scope.cancel()
+
+
+class Counting:
+    """The heuristic AI over GO19, counting the requests it answered."""
+
+    def __init__(self) -> None:
+        self.inner = HeuristicEngine(seed=9)
+        self.answered = 0
+
+    async def genmove(self, board, color) -> int:
+        self.answered += 1
+        return await self.inner.genmove(board, color)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_vlm_vs_vlm_on_two_servers_asks_each_for_its_colour(tmp_path):
+    first, second = Counting(), Counting()
+    async with trio.open_nursery() as nursery:
+        port1 = await nursery.start(partial(serve_go19, first, "127.0.0.1", 0))
+        port2 = await nursery.start(partial(serve_go19, second, "127.0.0.1", 0))
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(
+            mode="vv", port1=port1, host2="127.0.0.1", port2=port2, training=False)})
+        await until(session, lambda: session.live is not None
+                    and session.live.game.move_number >= 10)
+        assert (session.live.spec.black, session.live.spec.white) == (
+            f"vlm-127.0.0.1:{port1}", f"vlm-127.0.0.1:{port2}")
+        assert session.marks == {}
+        assert first.answered >= 5 and second.answered >= 5
+        assert abs(first.answered - second.answered) <= 1
         nursery.cancel_scope.cancel()
 
 
