@@ -418,9 +418,14 @@ class PlaySession:
         self.end_text = views.end_line(outcome.result, outcome.reason, live.game)
         self.changed()
         if self.settings.training:  # as the checkbox stands when the game ends
-            path = await trio.to_thread.run_sync(self._save, outcome, meta)
-            self.saved.append(path)
-            self.say(f"saved {path}", "info")
+            try:
+                path = await trio.to_thread.run_sync(self._save, outcome, meta)
+            except OSError as exc:
+                self.say(f"training mode: cannot save in {self.recordings}: "
+                         f"{exc.strerror or exc}", "error")
+            else:
+                self.saved.append(path)
+                self.say(f"saved {path}", "info")
 
     def _seats(self, settings: PlaySettings, endpoints: dict[int, Go19Endpoint]
                ) -> tuple[dict[int, object], dict[str, dict]]:

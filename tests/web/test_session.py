@@ -85,6 +85,22 @@ async def test_a_vlm_that_cannot_be_reached_falls_back_marked(tmp_path):
         nursery.cancel_scope.cancel()
 
 
+async def test_training_mode_that_cannot_save_says_so_and_plays_on(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, blocked / "recordings")
+        session.handle({"type": "new", "settings": settings()})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "resign"})
+        await until(session, lambda: session.status[0].startswith("training mode"))
+        assert session.status == (f"training mode: cannot save in {blocked / 'recordings'}: "
+                                   "Not a directory", "error")
+        session.handle({"type": "new", "settings": settings()})
+        await until(session, lambda: session.outcome is None and session.waiting_human)
+        nursery.cancel_scope.cancel()
+
+
 class Silent:
     """A GO19 engine that never answers (a model stuck on a request)."""
 
