@@ -127,7 +127,7 @@ def watch_app(hub: WatchHub) -> Starlette:
 
         def on_message(message: dict) -> None:
             number = message.get("game")
-            if message.get("type") == "watch" and (number is None or isinstance(number, int)):
+            if message.get("type") == "watch" and (number is None or type(number) is int):
                 selected["game"], selected["fresh"] = number, True
 
         async def sender() -> None:

@@ -240,7 +240,7 @@ class PlaySession:
             self.new_game()
         elif kind == "click":
             point = message.get("point")
-            if not isinstance(point, int) or not 0 <= point < SIZE * SIZE:
+            if type(point) is not int or not 0 <= point < SIZE * SIZE:  # JSON true is no point
                 self.say(f"bad point {point!r}", "error")
             else:
                 self._act(point)

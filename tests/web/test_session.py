@@ -49,6 +49,8 @@ async def test_clicks_refusals_and_the_recorded_game(tmp_path):
         assert session.status == ("illegal move D4: occupied", "error")
         session.handle({"type": "click", "point": 400})
         assert session.status == ("bad point 400", "error")
+        session.handle({"type": "click", "point": True})
+        assert session.status == ("bad point True", "error")
         session.handle({"type": "settings", "settings": settings(komi=2.7)})
         assert session.status[0].startswith("bad setting komi")
         session.handle({"type": "click", "point": q16})
