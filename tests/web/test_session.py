@@ -14,7 +14,7 @@ from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, pl
 from orchestrator.coords import PASS, from_gtp
 from orchestrator.players.base import ErrorReply
 from orchestrator.players.heuristic import HeuristicPlayer
-from orchestrator.rules import Game
+from orchestrator.rules import BLACK, Game
 from orchestrator.serve import HeuristicEngine, serve_go19
 from orchestrator.sgf import read_games
 from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
@@ -66,6 +66,39 @@ async def test_clicks_refusals_and_the_recorded_game(tmp_path):
         assert [(m.point, m.source) for m in game.moves] == [
             (d4, None), (q16, None), (PASS, None), (PASS, None)]
         assert game.root_props["GOXIXEND"] == "two-passes"
+        nursery.cancel_scope.cancel()
+
+
+async def test_retaking_a_ko_at_once_is_refused_as_superko(tmp_path):
+    def at(row: int, col: int) -> int:
+        return row * 19 + col
+
+    ko_fight = [at(0, 1), at(0, 2), at(1, 0), at(1, 1), at(2, 1), at(2, 2), at(10, 10),
+                at(1, 3), at(1, 2)]  # the last takes White's (1, 1): a ko
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(training=False)})
+        for n, point in enumerate(ko_fight, 1):
+            await until(session, lambda: session.waiting_human)
+            session.handle({"type": "click", "point": point})
+            await until(session, lambda n=n: session.live.game.move_number == n)
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": at(1, 1)})
+        await until(session, lambda: "superko" in session.status[0])
+        assert session.status == ("illegal move B18: superko", "error")
+        assert session.live.game.move_number == len(ko_fight)
+        nursery.cancel_scope.cancel()
+
+
+async def test_human_as_white_against_the_ai_waits_for_blacks_first_move(tmp_path):
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="ha", colour="white")})
+        await until(session, lambda: session.waiting_human)
+        game = session.live.game
+        assert game.move_number == 1 and game.moves[0].color == BLACK
+        assert (session.live.spec.black, session.live.spec.white) == ("heuristic-ai", "human")
+        assert session.snapshot()["turn"] == "White to play: your move"
         nursery.cancel_scope.cancel()
 
 
