@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import webbrowser
 from pathlib import Path
@@ -54,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"go19 play: {url}  (Ctrl-C to stop)", flush=True)
             if args.open:
                 webbrowser.open(url)
+            # Hypercorn takes a KeyboardInterrupt as its own shutdown and returns, which
+            # would leave the games running: the signal ends everything here instead.
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
 
     trio.run(main)
     if failed:

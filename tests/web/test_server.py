@@ -4,6 +4,7 @@ reachable from other hosts, and a port that cannot be bound (one line, exit 2)."
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -82,3 +83,13 @@ async def test_only_the_page_itself_may_open_the_websocket(tmp_path):
             first = json.loads(await ws.get_message())
         assert first["type"] == "play" and first["game"]["move"] == 0
         nursery.cancel_scope.cancel()
+
+
+def test_ctrl_c_stops_go19_play_cleanly(tmp_path):
+    play = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "play", "--port", "0",
+                             "--recordings", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert play.stdout.readline().startswith("go19 play: http://127.0.0.1:")
+    play.send_signal(signal.SIGINT)
+    _, err = play.communicate(timeout=30)
+    assert (play.returncode, err) == (0, "")
