@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import trio
 
@@ -34,13 +35,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reports", type=Path, default=Path("reports"))
     parser.add_argument("--no-dashboard", action="store_true", help="plain log lines instead")
     parser.add_argument("--no-report", action="store_true", help="skip the end-of-run report")
+    parser.set_defaults(func=run)
+
     parser.add_argument(
         "--web", metavar="[HOST:]PORT",
         help="also serve a watch page of the run (needs the web extra; host 127.0.0.1 "
         "unless given)",
     )
-    parser.set_defaults(func=run)
-
 
 def run(args: argparse.Namespace) -> int:
     if args.games is not None and args.games < 1:
@@ -58,13 +59,14 @@ def run(args: argparse.Namespace) -> int:
 
     dashboard = Dashboard() if options.dashboard else None
     log = dashboard.log if dashboard else plain_log
-    factory = dashboard.run if dashboard else None
-    if args.web is not None:
-        factory = _web_factory(args.web, factory)
-        if factory is None:
+    if args.web is not None:  # the watch page runs where the dashboard would, beside it
+        dashboard = _with_web_page(args.web, dashboard)
+        if dashboard is None:
             return 2
     try:
-        summary = trio.run(collect, options, log, factory)
+        summary = trio.run(
+            collect, options, log, dashboard.run if dashboard else None
+        )
     except (MatchupError, CollectError) as exc:
         print(f"collect: {exc}", file=sys.stderr)
         return 2
@@ -79,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     return 130 if summary.interrupted else 0
 
 
-def _web_factory(bind: str, dashboard):
-    """The watch page served beside the dashboard (orchestrator/web); None after an error."""
+def _with_web_page(bind: str, dashboard):
+    """Something to run in the dashboard's place: the watch page (orchestrator/web) and
+    the dashboard, if any. None after a one-line error."""
     try:
         from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, parse_bind, watch_task
     except ImportError as exc:
@@ -94,7 +97,7 @@ def _web_factory(bind: str, dashboard):
         return None
     if not is_loopback(host):
         print(NO_AUTH_WARNING.format(host=host), file=sys.stderr)
-    return watch_task(host, port, dashboard)
+    return SimpleNamespace(run=watch_task(host, port, dashboard.run if dashboard else None))
 
 
 def print_summary(summary: RunSummary) -> None:
