@@ -50,6 +50,7 @@ MODE_NAMES = {
 SIZE = 19
 MOVE_CAP = 722
 AI_LEVEL = 2
+IMAGE_PX = 512  # the PNG side a GO19 request carries, as collect's default
 
 
 class PlaySettings(BaseModel):
@@ -144,7 +145,6 @@ class _RecordingEndpoint:
 
     def __init__(self, endpoint: Go19Endpoint, session: PlaySession) -> None:
         self.endpoint = endpoint
-        self.image_px = endpoint.image_px
         self._session = session
 
     async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
@@ -162,7 +162,8 @@ class VlmSeat:
         self.session = session
         self.index = index
         self.name = name
-        self._player = Go19Player(_RecordingEndpoint(endpoint, session), name)  # type: ignore[arg-type]
+        recording = _RecordingEndpoint(endpoint, session)
+        self._player = Go19Player(recording, name, image_px=IMAGE_PX)  # type: ignore[arg-type]
 
     async def genmove(self, game: Game) -> int:
         session = self.session
