@@ -46,18 +46,20 @@ def run(args: argparse.Namespace) -> int:
     failed: list[OSError] = []
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            try:
-                url, _ = await nursery.start(serve_play, args.host, args.port, args.recordings)
-            except OSError as exc:
-                failed.append(exc)
-                return
-            print(f"go19 play: {url}  (Ctrl-C to stop)", flush=True)
-            if args.open:
-                webbrowser.open(url)
-            # Hypercorn takes a KeyboardInterrupt as its own shutdown and returns, which
-            # would leave the games running: the signal ends everything here instead.
-            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # Hypercorn takes a KeyboardInterrupt as its own shutdown and returns, which would
+        # leave the games running: the signal ends everything here instead. The receiver
+        # is in place before the URL is printed, so any Ctrl-C after that is clean.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                try:
+                    url, _ = await nursery.start(serve_play, args.host, args.port,
+                                                 args.recordings)
+                except OSError as exc:
+                    failed.append(exc)
+                    return
+                print(f"go19 play: {url}  (Ctrl-C to stop)", flush=True)
+                if args.open:
+                    webbrowser.open(url)
                 async for _ in signals:
                     nursery.cancel_scope.cancel()
                     return
