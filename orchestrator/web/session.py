@@ -466,16 +466,16 @@ class PlaySession:
         return seats, meta
 
     def _save(self, outcome: GameOutcome, meta: dict[str, dict]) -> Path:
-        """Training mode: the finished game as collect records it, in recordings/."""
+        """Training mode: the finished game as collect records it, in recordings/, named
+        as collect names a game (``baduk-<stamp>-<game>.sgf``, as its record says)."""
         self.recordings.mkdir(parents=True, exist_ok=True)
         record = journal_record(outcome, self.run_id, meta)
-        stem = f"baduk-{utc_stamp(outcome.finished)}"
+        stem = f"baduk-{utc_stamp(outcome.finished)}-{outcome.number:05d}"
         path = self.recordings / f"{stem}.sgf"
         suffix = 1
-        while path.exists():
+        while path.exists():  # another go19 play, the same second and game number
             suffix += 1
             path = self.recordings / f"{stem}-{suffix}.sgf"
-        record["sgf"] = path.name
         atomic_write(path, recorded_game_sgf(outcome, record, __version__))
         return path
 

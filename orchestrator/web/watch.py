@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from orchestrator.collect.stopping import elo_line
 from orchestrator.coords import PASS
-from orchestrator.rules.board import BLACK
+from orchestrator.rules.board import BLACK, IllegalMove
 from orchestrator.rules.estimate import estimate
-from orchestrator.sgf import SgfError, read_games, replay, replay_positions
+from orchestrator.rules.game import Game
+from orchestrator.sgf import SgfError, read_games
 from orchestrator.web import views
 
 if TYPE_CHECKING:
@@ -138,24 +139,35 @@ class WatchHub:
                 "reason": record["reason"], "sgf": f"sgf/{record['sgf']}"}
         try:
             view.update(replay_frames(path, path.stat().st_mtime_ns))
-        except (OSError, SgfError) as exc:
+        except (OSError, SgfError, ReplayError) as exc:
             view["error"] = f"cannot replay {record['sgf']}: {exc}"
         return view
 
 
 @lru_cache(maxsize=32)
 def replay_frames(path: Path, _mtime: int) -> dict:
-    """Every position of the SGF's first game (``frames[k]``: after k moves), the moves
-    (point or null for a pass, with their fallback mark) and the estimate line per frame."""
-    game = read_games(path)[0]
-    frames, moves, lines = [], [], []
-    for live, move, _ in replay_positions(game):
-        frames.append(views.stones(live.board))
-        lines.append(views.estimate_line(live.board, game.komi))
+    """Every position of the SGF's first game (``frames[k]``: after k moves) under the
+    referee's rules, the moves (point or null for a pass, with their fallback mark) and the
+    estimate line per frame. Raises ReplayError for a game the rules reject."""
+    record = read_games(path)[0]
+    if record.setup:
+        raise ReplayError("setup stones (not a go19 recording)")
+    game = Game(record.size, record.komi)
+    frames = [views.stones(game.board)]
+    lines = [views.estimate_line(game.board, game.komi)]
+    moves = []
+    for number, move in enumerate(record.moves, 1):
+        try:
+            game.play(move.point, move.color)
+        except IllegalMove as exc:
+            raise ReplayError(f"move {number}: {exc}") from None
+        frames.append(views.stones(game.board))
+        lines.append(views.estimate_line(game.board, game.komi))
         moves.append({"point": None if move.point == PASS else move.point,
                       "colour": "black" if move.color == BLACK else "white",
                       "source": move.source})
-    final = replay(game)
-    frames.append(views.stones(final.board))
-    lines.append(views.estimate_line(final.board, game.komi))
     return {"frames": frames, "moves": moves, "estimates": lines}
+
+
+class ReplayError(ValueError):
+    """A recording the referee cannot replay."""

@@ -124,3 +124,13 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def board_after(record, moves: int | None = None) -> str:
+    """The referee's stones after the first ``moves`` moves of an SGF game (all: None)."""
+    from orchestrator.rules import Game
+
+    game = Game(record.size, record.komi)
+    for move in record.moves[:moves]:
+        game.play(move.point, move.color)
+    return "".join(map(str, game.board.stones))

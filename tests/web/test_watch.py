@@ -11,14 +11,14 @@ from functools import partial
 
 import trio
 
-from tests.web.harness import skip_without_browser, wait_for
+from tests.web.harness import board_after, skip_without_browser, wait_for
 
 skip_without_browser()
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
 from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
-from orchestrator.sgf import read_games, replay  # noqa: E402
+from orchestrator.sgf import read_games  # noqa: E402
 
 HOLD_AT = 9  # the gated player's 9th request: 8 moves each, so the board is at move 16
 
@@ -130,8 +130,7 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
 
         # The referee's board at that move, from the recording: what the page showed live.
         at_move = read_games(next(recordings.glob("*/baduk-*.sgf")))[0]
-        referee = replay(type(at_move)(size=19, komi=at_move.komi, moves=at_move.moves[:moves]))
-        assert "".join(map(str, referee.board.stones)) == live
+        assert board_after(at_move, moves) == live
         wait_for(driver, lambda d: "1–0–0" in d.find_element(By.ID, "wld").text
                  or "0–1–0" in d.find_element(By.ID, "wld").text
                  or "0–0–1" in d.find_element(By.ID, "wld").text)
