@@ -149,7 +149,7 @@ def replay_frames(path: Path, _mtime: int) -> dict:
     """Every position of the SGF's first game (``frames[k]``: after k moves) under the
     referee's rules, the moves (point or null for a pass, with their fallback mark) and the
     estimate line per frame. Raises ReplayError for a game the rules reject."""
-    record = read_games(path)[0]
+    record = read_games(path.read_bytes())[0]
     if record.setup:
         raise ReplayError("setup stones (not a go19 recording)")
     game = Game(record.size, record.komi)

@@ -80,7 +80,7 @@ def test_human_vs_ai_clicks_land_where_the_sgf_says(play, driver):
     files = sorted(play.glob("baduk-*.sgf"))
     assert [str(f) for f in files] == [saved]
 
-    game = read_games(files[0])[0]
+    game = read_games(files[0].read_bytes())[0]
     assert [(m.color, m.point) for m in game.moves[::2]] == [
         (BLACK, from_gtp("Q16", 19)), (BLACK, from_gtp("C3", 19))]
     assert [m.color for m in game.moves[1::2]] == [WHITE, WHITE]
@@ -177,6 +177,6 @@ def test_vlm_self_play_training_collects_games_that_replay(loop, play, driver):
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert len(records) >= 2 and all(r["status"] == "ok" for r in records)
     for path in play.glob("baduk-*.sgf"):
-        game = read_games(path)[0]
+        game = read_games(path.read_bytes())[0]
         assert game.black_name == game.white_name == f"vlm-127.0.0.1:{port}"
         assert game.moves[-1].point == PASS and game.moves[-2].point == PASS

@@ -62,7 +62,7 @@ async def test_clicks_refusals_and_the_recorded_game(tmp_path):
         assert session.outcome.result == "W+2.5" and session.outcome.reason == "two-passes"
         assert session.snapshot()["turn"].startswith("Game over: W+2.5 (two-passes) — area "
                                                      "count B 1 vs W 1")
-        game = read_games(session.saved[0])[0]
+        game = read_games(session.saved[0].read_bytes())[0]
         assert [(m.point, m.source) for m in game.moves] == [
             (d4, None), (q16, None), (PASS, None), (PASS, None)]
         assert game.root_props["GOXIXEND"] == "two-passes"
@@ -114,7 +114,7 @@ async def test_a_vlm_that_cannot_be_reached_falls_back_marked(tmp_path):
         assert session.snapshot()["game"]["fallbacks"] == [session.live.game.moves[1].point]
         session.handle({"type": "resign"})
         await until(session, lambda: bool(session.saved))
-        moves = read_games(session.saved[0])[0].moves
+        moves = read_games(session.saved[0].read_bytes())[0].moves
         assert moves[1].source == "fallback:connection" and moves[0].source is None
         assert session.outcome.result == "W+R"
         nursery.cancel_scope.cancel()
@@ -161,7 +161,7 @@ async def test_cancel_vlm_response_lets_the_local_ai_play_marked(tmp_path):
         assert "fallback: vlm-127.0.0.1:" in session.status[0]
         session.handle({"type": "resign"})
         await until(session, lambda: bool(session.saved))
-        assert read_games(session.saved[0])[0].moves[1].source == "fallback:cancelled"
+        assert read_games(session.saved[0].read_bytes())[0].moves[1].source == "fallback:cancelled"
         nursery.cancel_scope.cancel()
 
 

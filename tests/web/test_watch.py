@@ -118,7 +118,7 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
         row = wait_for(driver, lambda d: d.find_elements(
             By.CSS_SELECTOR, '#finished-games tr[data-game="1"]'), "game 1 never finished")
         row[0].click()
-        game = read_games(next(recordings.glob("*/baduk-*.sgf")))[0]
+        game = read_games(next(recordings.glob("*/baduk-*.sgf")).read_bytes())[0]
         wait_for(driver, lambda d: d.find_element(By.ID, "slider-label").text.startswith(
             f"move {len(game.moves)} of {len(game.moves)}"), "no replay of game 1")
         slider = driver.find_element(By.ID, "slider")
@@ -129,7 +129,7 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
         assert drawn_stones(driver) == live
 
         # The referee's board at that move, from the recording: what the page showed live.
-        at_move = read_games(next(recordings.glob("*/baduk-*.sgf")))[0]
+        at_move = read_games(next(recordings.glob("*/baduk-*.sgf")).read_bytes())[0]
         assert board_after(at_move, moves) == live
         wait_for(driver, lambda d: "1–0–0" in d.find_element(By.ID, "wld").text
                  or "0–1–0" in d.find_element(By.ID, "wld").text
