@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _with_web_page(bind: str, dashboard):
-    """Something to run in the dashboard's place: the watch page (orchestrator/web) and
-    the dashboard, if any. None after a one-line error."""
+    """Something in the dashboard's place (``run`` and ``log``): the watch page
+    (orchestrator/web) running beside the dashboard, if any. None after a one-line error."""
     try:
         from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, parse_bind, watch_task
     except ImportError as exc:
@@ -97,7 +97,8 @@ def _with_web_page(bind: str, dashboard):
         return None
     if not is_loopback(host):
         print(NO_AUTH_WARNING.format(host=host), file=sys.stderr)
-    return SimpleNamespace(run=watch_task(host, port, dashboard.run if dashboard else None))
+    return SimpleNamespace(run=watch_task(host, port, dashboard.run if dashboard else None),
+                           log=dashboard.log if dashboard else None)
 
 
 def print_summary(summary: RunSummary) -> None:
