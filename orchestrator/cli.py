@@ -20,6 +20,7 @@ from orchestrator.commands import (
     examples,
     label,
     ping,
+    play,
     replay,
     report,
     serve,
@@ -36,6 +37,7 @@ COMMANDS = (
     label,
     serve,
     ping,
+    play,
 )
 
 

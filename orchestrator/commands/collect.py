@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import trio
 
@@ -81,6 +82,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.set_defaults(func=run)
 
+    parser.add_argument(
+        "--web", metavar="[HOST:]PORT",
+        help="also serve a watch page of the run (needs the web extra; host 127.0.0.1 "
+        "unless given)",
+    )
 
 def run(args: argparse.Namespace) -> int:
     if args.games is not None and args.games < 1:
@@ -104,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.collect.dashboard import Dashboard, PlainLog, plain_log
 
     dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
+    if args.web is not None:  # the watch page runs where the dashboard would, beside it
+        dashboard = _with_web_page(args.web, dashboard)
+        if dashboard is None:
+            return EXIT_INPUT
     try:
         # The endpoint checks come before the dashboard starts: they go to the plain log.
         summary = trio.run(collect, options, dashboard.log, dashboard.run, plain_log)
@@ -120,6 +130,26 @@ def run(args: argparse.Namespace) -> int:
         out = args.reports / summary.run_dir.name
         write_report([summary.run_dir], out, console=True)
     return summary.exit_code
+
+
+def _with_web_page(bind: str, dashboard):
+    """Something in the dashboard's place (``run`` and ``log``): the watch page
+    (orchestrator/web) running beside the dashboard, if any. None after a one-line error."""
+    try:
+        from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, parse_bind, watch_task
+    except ImportError as exc:
+        print(f"collect: --web needs the web extra ({exc.name} missing): "
+              "pip install 'go19[web]'", file=sys.stderr)
+        return None
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as exc:
+        print(f"collect: --web: {exc}", file=sys.stderr)
+        return None
+    if not is_loopback(host):
+        print(NO_AUTH_WARNING.format(host=host), file=sys.stderr)
+    return SimpleNamespace(run=watch_task(host, port, dashboard.run if dashboard else None),
+                           log=dashboard.log if dashboard else None)
 
 
 def print_summary(summary: RunSummary) -> None:

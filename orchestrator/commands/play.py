@@ -1,0 +1,72 @@
+"""`go19 play`: see and play games in the browser (needs the `web` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import webbrowser
+from pathlib import Path
+
+import trio
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "play",
+        help="play and watch games in the browser (human, heuristic AI, GO19 servers)",
+        description="Serve one page for playing Go in the browser: human vs human, human vs "
+        "AI, AI vs VLM, human vs VLM and VLM vs VLM (GO19 servers), with the live estimate, "
+        "connection checks and training mode (finished games saved as SGF under "
+        "--recordings). Prints the page's URL; Ctrl-C stops.",
+    )
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1; the page has no "
+                        "authentication)")
+    parser.add_argument("--port", type=int, default=8019, help="port (default 8019; 0: any)")
+    parser.add_argument("--open", action="store_true", help="open the page in a browser")
+    parser.add_argument("--recordings", type=Path, default=Path("recordings"),
+                        help="where training mode saves games (default recordings/)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port < 65536:
+        print("play: --port must be in 0..65535", file=sys.stderr)
+        return 2
+    try:
+        from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, serve_play
+    except ImportError as exc:
+        print(f"play: the web extra is not installed ({exc.name} missing): "
+              "pip install 'go19[web]'", file=sys.stderr)
+        return 2
+    if not is_loopback(args.host):
+        print(NO_AUTH_WARNING.format(host=args.host), file=sys.stderr)
+
+    failed: list[OSError] = []
+
+    async def main() -> None:
+        # Hypercorn takes a KeyboardInterrupt as its own shutdown and returns, which would
+        # leave the games running: the signal ends everything here instead. The receiver
+        # is in place before the URL is printed, so any Ctrl-C after that is clean.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                try:
+                    url, _ = await nursery.start(serve_play, args.host, args.port,
+                                                 args.recordings)
+                except OSError as exc:
+                    failed.append(exc)
+                    return
+                print(f"go19 play: {url}  (Ctrl-C to stop)", flush=True)
+                if args.open:
+                    webbrowser.open(url)
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+    trio.run(main)
+    if failed:
+        print(f"play: cannot listen on {args.host}:{args.port}: "
+              f"{failed[0].strerror or failed[0]}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,129 @@
+"""The connection panel of a server row: a one-off PING/PONG on its own connection
+(never the in-game one) and the seed client's coloured label, with optional
+auto-reconnect: after a failure, wait 1.5 s, 3 s, 4.5 s … (capped at 15 s),
+counting down on the label every 0.25 s, and stop after 6 failures in a row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+
+from orchestrator.players.base import PlayerError
+from orchestrator.players.go19 import Go19Connection, format_address
+
+GREY, AMBER, GREEN, RED = "grey", "amber", "green", "red"
+BACKOFF_STEP_S = 1.5
+BACKOFF_CAP_S = 15.0
+MAX_FAILURES = 6
+TICK_S = 0.25
+
+
+async def ping_once(host: str, port: int, timeout: float) -> tuple[bool, str, float]:
+    """(ok, failure reason, milliseconds): connect, PING, wait for PONG, close."""
+    start = trio.current_time()
+    where = format_address((host, port))
+    try:
+        with trio.fail_after(timeout):
+            conn = await Go19Connection.connect(host, port)
+            try:
+                rtt = await conn.ping()
+            finally:
+                await conn.aclose()
+    except trio.TooSlowError:
+        return False, f"no answer within {timeout:g} s", (trio.current_time() - start) * 1000
+    except PlayerError as exc:
+        return False, str(exc).removeprefix(f"{where}: "), (trio.current_time() - start) * 1000
+    return True, "", rtt
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:.1f}" if ms < 10 else f"{ms:.0f}"
+
+
+class ServerCheck:
+    """One server row's label and reconnect loop; ``changed`` is called on every update,
+    ``on_ok`` after each successful check (the game's endpoint forgets its failures)."""
+
+    def __init__(self, changed: Callable[[], None], on_ok: Callable[[], None]) -> None:
+        self.label = "● unchecked"
+        self.colour = GREY
+        self.failures = 0
+        self._changed = changed
+        self._on_ok = on_ok
+        self._scope: trio.CancelScope | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._scope is not None
+
+    def _set(self, label: str, colour: str) -> None:
+        self.label, self.colour = label, colour
+        self._changed()
+
+    def check(self, nursery: trio.Nursery, host: str, port: int, timeout: float,
+              auto: bool) -> None:
+        """A new check: cancels the one running and resets the failure counter."""
+        self.stop()
+        self.failures = 0
+        nursery.start_soon(self._run, host, port, timeout, auto, True)
+
+    def failed(self, nursery: trio.Nursery, host: str, port: int, reason: str, timeout: float,
+               auto: bool) -> None:
+        """The in-game connection failed: show it, and start reconnecting if asked to."""
+        if self.running:
+            return
+        self.failures += 1
+        self._set(f"● FAILED {format_address((host, port))}: {reason}", RED)
+        if auto:
+            nursery.start_soon(self._run, host, port, timeout, auto, False)
+
+    def forget(self) -> None:
+        """The row now names another server: stop, and say nothing about the new one yet."""
+        self.stop()
+        self.failures = 0
+        self._set("● unchecked", GREY)
+
+    def stop(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+            self._scope = None
+
+    async def _run(self, host: str, port: int, timeout: float, auto: bool, first: bool) -> None:
+        with trio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                await self._loop(host, port, timeout, auto, first)
+            finally:
+                if self._scope is scope:
+                    self._scope = None
+
+    async def _loop(self, host: str, port: int, timeout: float, auto: bool, first: bool) -> None:
+        where = format_address((host, port))
+        while True:
+            if not first:
+                await self._count_down(where)
+            first = False
+            self._set("● checking…", AMBER)
+            ok, reason, ms = await ping_once(host, port, timeout)
+            if ok:
+                self.failures = 0
+                self._set(f"● OK {where} ({_ms(ms)} ms)", GREEN)
+                self._on_ok()
+                return
+            self.failures += 1
+            if not auto:
+                self._set(f"● FAILED {where}: {reason} ({_ms(ms)} ms)", RED)
+                return
+            if self.failures >= MAX_FAILURES:
+                self._set(f"● FAILED {where}: {reason} ({_ms(ms)} ms) — gave up after "
+                          f"{self.failures} failures in a row; check again to retry", RED)
+                return
+            self._set(f"● FAILED {where}: {reason} ({_ms(ms)} ms)", RED)
+
+    async def _count_down(self, where: str) -> None:
+        delay = min(BACKOFF_STEP_S * self.failures, BACKOFF_CAP_S)
+        deadline = trio.current_time() + delay
+        while (left := deadline - trio.current_time()) > 0:
+            self._set(f"● reconnect wait #{self.failures} — {left:.1f} s ({where})", AMBER)
+            await trio.sleep(min(TICK_S, left))

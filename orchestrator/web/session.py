@@ -1,0 +1,501 @@
+"""The game behind ``go19 play``: the page's settings, the seats of the five modes,
+one game task after another (auto-restart), the server rows and training mode.
+
+A game is refereed by collect's own :func:`play_game`, so legality, superko,
+scoring, fallbacks (timeout, error, illegal reply: the heuristic AI plays the
+move, marked) and the recorded SGF are exactly collect's. The seats adapt the
+page to the :class:`Player` protocol: a human seat waits for a legal click, a
+VLM seat asks a GO19 server under the page's timeout and can be cancelled.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import trio
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator import __version__
+from orchestrator.collect.recorder import journal_record, utc_stamp
+from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
+from orchestrator.collect.sgf_record import recorded_game_sgf
+from orchestrator.coords import PASS, to_gtp
+from orchestrator.files import atomic_write
+from orchestrator.players.base import RESIGN, ConnectionFailed, PlayerError
+from orchestrator.players.go19 import Go19Endpoint, Go19Player, format_address
+from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.protocol import go19 as wire
+from orchestrator.rules.board import BLACK, WHITE, IllegalMove
+from orchestrator.rules.game import Game
+from orchestrator.web import views
+from orchestrator.web.connection import ServerCheck
+from orchestrator.web.pulse import Pulse
+
+if TYPE_CHECKING:  # what play_game returns (its name is changing in collect; only typed here)
+    from orchestrator.collect.referee import GameOutcome
+
+Mode = Literal["hh", "ha", "av", "hv", "vv"]
+MODE_NAMES = {
+    "hh": "human vs human",
+    "ha": "human vs AI",
+    "av": "AI vs VLM",
+    "hv": "human vs VLM",
+    "vv": "VLM vs VLM",
+}
+SIZE = 19
+MOVE_CAP = 722
+AI_LEVEL = 2
+IMAGE_PX = 512  # the PNG side a GO19 request carries, as collect's default
+
+
+class PlaySettings(BaseModel):
+    """What the page's controls say; checked here, once, at the edge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Mode = "ha"
+    colour: Literal["black", "white"] = "black"  # the human's (ha, hv); the AI's in av
+    host1: str = Field("127.0.0.1", min_length=1, max_length=253)
+    port1: int = Field(5019, ge=1, le=65535)
+    host2: str = Field("", max_length=253)
+    port2: int | None = Field(None, ge=1, le=65535)
+    timeout: float = Field(30.0, gt=0, le=3600)
+    komi: float = Field(2.5, ge=0.0, le=30.5, multiple_of=0.5)
+    training: bool = False
+    auto_restart: bool = False
+    auto_reconnect1: bool = False
+    auto_reconnect2: bool = False
+
+    def server(self, index: int) -> tuple[str, int]:
+        """Server 2 left blank means self-play on server 1."""
+        if index == 2 and self.host2.strip():
+            return self.host2.strip(), self.port2 or self.port1
+        return self.host1.strip(), self.port1
+
+
+def settings_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "settings"
+    return f"bad setting {where}: {first['msg']}"
+
+
+class MoveTimeout(PlayerError):
+    reason = "timeout"
+
+
+class ResponseCancelled(PlayerError):
+    """The person pressed "cancel VLM response"."""
+
+    reason = "cancelled"
+
+
+class HumanSeat:
+    """Waits for a legal click of the side to move; refuses illegal ones with the reason."""
+
+    def __init__(self, session: PlaySession, name: str) -> None:
+        self.session = session
+        self.name = name
+
+    async def genmove(self, game: Game) -> int:
+        session = self.session
+        session.waiting_human = True
+        session.changed()
+        try:
+            while True:
+                action = await session.clicks.receive()
+                if action in (PASS, RESIGN):
+                    return action
+                try:
+                    game.board.check(game.to_play, action)
+                except IllegalMove as exc:
+                    session.say(f"illegal move {to_gtp(action, SIZE)}: {exc.reason}", "error")
+                    continue
+                session.say("", "info")
+                return action
+        finally:
+            session.waiting_human = False
+
+    async def aclose(self) -> None:
+        return None
+
+
+class AiSeat:
+    """The local heuristic AI; announces each turn so the page redraws before it moves."""
+
+    def __init__(self, session: PlaySession, name: str, seed: int) -> None:
+        self.session = session
+        self.name = name
+        self._ai = HeuristicPlayer(name, seed=seed, level=AI_LEVEL)
+
+    async def genmove(self, game: Game) -> int:
+        self.session.changed()
+        return await self._ai.genmove(game)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _RecordingEndpoint:
+    """The game's endpoint, keeping the PNG of the last request it carried."""
+
+    def __init__(self, endpoint: Go19Endpoint, session: PlaySession) -> None:
+        self.endpoint = endpoint
+        self._session = session
+
+    async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
+        self._session.vlm_png = request.png
+        self._session.vlm_png_version += 1
+        return await self.endpoint.request(request)
+
+
+class VlmSeat:
+    """A GO19 server under the page's timeout. Faults raise :class:`PlayerError` for the
+    referee to replace with the heuristic AI's move; the seat marks them for the page."""
+
+    def __init__(self, session: PlaySession, index: int, endpoint: Go19Endpoint,
+                 name: str) -> None:
+        self.session = session
+        self.index = index
+        self.name = name
+        recording = _RecordingEndpoint(endpoint, session)
+        self._player = Go19Player(recording, name, image_px=IMAGE_PX)  # type: ignore[arg-type]
+
+    async def genmove(self, game: Game) -> int:
+        session = self.session
+        ply = game.move_number
+        session.thinking = self.name
+        session.changed()
+        try:
+            with trio.CancelScope() as cancel, trio.move_on_after(session.timeout) as deadline:
+                session.vlm_scope = cancel
+                try:
+                    point = await self._player.genmove(game)
+                except PlayerError as exc:
+                    if isinstance(exc, ConnectionFailed):
+                        session.server_failed(self.index, str(exc))
+                    session.fallback(ply, self.name, exc.reason)
+                    raise
+        finally:
+            session.thinking = None
+            session.vlm_scope = None
+        if deadline.cancelled_caught:
+            session.fallback(ply, self.name, MoveTimeout.reason)
+            raise MoveTimeout(f"{self.name}: no reply within {session.timeout:g} s")
+        if cancel.cancelled_caught:
+            session.fallback(ply, self.name, ResponseCancelled.reason)
+            raise ResponseCancelled(f"{self.name}: response cancelled")
+        try:
+            game.board.check(game.to_play, point)
+        except IllegalMove as exc:
+            session.fallback(ply, self.name, f"illegal:{exc.reason}")
+        return point
+
+    async def aclose(self) -> None:
+        return None
+
+
+class PlaySession:
+    """Everything one ``go19 play`` server shows; pages are views of it (all pages see
+    the same game). Runs its tasks in the nursery it is given."""
+
+    def __init__(self, nursery: trio.Nursery, recordings: Path,
+                 settings: PlaySettings | None = None) -> None:
+        self.nursery = nursery
+        self.recordings = recordings
+        self.settings = settings or PlaySettings()
+        self.pulse = Pulse()
+        self.run_id = f"play-{utc_stamp(time.time())}"
+        self.checks = {i: ServerCheck(self.changed, lambda i=i: self._server_ok(i)) for i in (1, 2)}
+        self.number = 0
+        self.finished = 0
+        self.live: LiveGame | None = None
+        self.game_settings = self.settings
+        self.marks: dict[int, str] = {}  # move index -> fallback reason
+        self.outcome: GameOutcome | None = None
+        self.end_text = ""
+        self.status = ("", "info")
+        self.saved: list[Path] = []
+        self.waiting_human = False
+        self.thinking: str | None = None
+        self.vlm_scope: trio.CancelScope | None = None
+        self.vlm_png: bytes | None = None
+        self.vlm_png_version = 0
+        self.clicks, self._clicks_in = self._new_clicks()
+        self._endpoints: dict[int, Go19Endpoint] = {}
+        self._games_scope: trio.CancelScope | None = None
+        self._games_done: trio.Event | None = None
+
+    # -- events from the page ---------------------------------------------------
+
+    def handle(self, message: dict) -> None:
+        """One message from a page: settings, a click, a button."""
+        kind = message.get("type")
+        if "settings" in message and not self._apply(message["settings"]):
+            return
+        if kind == "new":
+            self.new_game()
+        elif kind == "click":
+            point = message.get("point")
+            if type(point) is not int or not 0 <= point < SIZE * SIZE:  # JSON true is no point
+                self.say(f"bad point {point!r}", "error")
+            else:
+                self._act(point)
+        elif kind == "pass":
+            self._act(PASS)
+        elif kind == "resign":
+            self._act(RESIGN)
+        elif kind == "cancel":
+            if self.vlm_scope is None:
+                self.say("no VLM response to cancel", "info")
+            else:
+                self.vlm_scope.cancel()
+        elif kind == "check":
+            index = message.get("server")
+            if index in (1, 2):
+                host, port = self.settings.server(index)
+                auto = getattr(self.settings, f"auto_reconnect{index}")
+                self.checks[index].check(self.nursery, host, port, self.settings.timeout, auto)
+        elif kind != "settings":
+            self.say(f"unknown request {kind!r}", "error")
+        self.changed()
+
+    def _apply(self, raw: object) -> bool:
+        try:
+            settings = PlaySettings.model_validate(raw)
+        except ValidationError as exc:
+            self.say(settings_error(exc), "error")
+            return False
+        old, self.settings = self.settings, settings
+        for i, check in self.checks.items():
+            if settings.server(i) != old.server(i):
+                check.forget()  # the label spoke of another address
+            elif not getattr(settings, f"auto_reconnect{i}"):
+                check.stop()
+        return True
+
+    def _act(self, action: int) -> None:
+        if self.outcome is not None or self.live is None:
+            self.say("the game is over: press new game", "info")
+        elif not self.waiting_human:
+            self.say(f"not your turn: waiting for {self.thinking or 'the AI'}", "info")
+        else:
+            try:
+                self._clicks_in.send_nowait(action)
+            except trio.WouldBlock:
+                self.say("one move at a time", "info")
+
+    # -- state shown to pages -----------------------------------------------------
+
+    def changed(self) -> None:
+        self.pulse.bump()
+
+    def say(self, text: str, level: str) -> None:
+        self.status = (text, level)
+        self.changed()
+
+    def fallback(self, ply: int, name: str, reason: str) -> None:
+        self.marks[ply] = reason
+        self.say(f"fallback: {name} {reason} — the local AI played move {ply + 1}", "error")
+
+    def server_failed(self, index: int, reason: str) -> None:
+        host, port = self.game_settings.server(index)
+        auto = getattr(self.settings, f"auto_reconnect{index}")
+        self.checks[index].failed(self.nursery, host, port,
+                                  reason.removeprefix(f"{format_address((host, port))}: "),
+                                  self.settings.timeout, auto)
+
+    def _server_ok(self, index: int) -> None:
+        endpoint = self._endpoints.get(index)
+        if endpoint is not None:
+            endpoint.reset()
+
+    @property
+    def timeout(self) -> float:
+        return self.settings.timeout
+
+    def snapshot(self) -> dict:
+        live = self.live
+        game = live.game if live is not None else Game(SIZE, self.settings.komi)
+        marked = [m.point for i, m in enumerate(game.moves)
+                  if i in self.marks and m.point != PASS and game.board[m.point] == m.color]
+        if self.outcome is not None:
+            turn = self.end_text
+        elif self.thinking:
+            turn = f"{self.thinking} is thinking…"
+        elif self.waiting_human:
+            turn = f"{'Black' if game.to_play == BLACK else 'White'} to play: your move"
+        else:
+            turn = ""
+        return {
+            "type": "play",
+            "settings": self.settings.model_dump(),
+            "modes": MODE_NAMES,
+            "game": {
+                "number": self.number,
+                "mode": self.game_settings.mode,
+                "black": live.spec.black if live else "",
+                "white": live.spec.white if live else "",
+                "stones": views.stones(game.board),
+                "move": game.move_number,
+                "to_play": "black" if game.to_play == BLACK else "white",
+                "last": views.last_stone(game),
+                "last_pass": bool(game.moves) and game.moves[-1].point == PASS,
+                "fallbacks": marked,
+                "captures": {"black": game.board.captures[BLACK],
+                             "white": game.board.captures[WHITE]},
+                "over": self.outcome is not None,
+                "result": self.outcome.result if self.outcome else None,
+            },
+            "turn": turn,
+            "estimate": views.estimate_line(game.board, game.komi),
+            "status": {"text": self.status[0], "level": self.status[1]},
+            "servers": {i: {"label": c.label, "colour": c.colour} for i, c in self.checks.items()},
+            "vlm_png": self.vlm_png_version if self.vlm_png else None,
+            "can_cancel": self.vlm_scope is not None,
+            "finished": self.finished,
+            "saved": [str(p) for p in self.saved[-3:]],
+        }
+
+    # -- games --------------------------------------------------------------------
+
+    def _new_clicks(self) -> tuple[trio.MemoryReceiveChannel, trio.MemorySendChannel]:
+        send, receive = trio.open_memory_channel[int](1)
+        return receive, send
+
+    def new_game(self) -> None:
+        """Cancel the game in progress (unrecorded) and start one with the current settings,
+        once the old one has wound down (its seats must not touch the new game's state)."""
+        if self._games_scope is not None:
+            self._games_scope.cancel()
+        scope, done = trio.CancelScope(), trio.Event()
+        previous, self._games_scope, self._games_done = self._games_done, scope, done
+        self.nursery.start_soon(self._games, scope, done, previous)
+
+    async def _games(self, scope: trio.CancelScope, done: trio.Event,
+                     previous: trio.Event | None) -> None:
+        try:
+            with scope:
+                if previous is not None:
+                    await previous.wait()
+                while True:
+                    await self._one_game()
+                    if not self.settings.auto_restart:
+                        break
+        finally:
+            done.set()
+
+    async def _one_game(self) -> None:
+        settings = self.game_settings = self.settings
+        self.number += 1
+        self.marks = {}
+        self.outcome = None
+        self.end_text = ""
+        self.clicks, self._clicks_in = self._new_clicks()
+        self.say("", "info")
+        async with _open_endpoints(settings) as endpoints:
+            self._endpoints = endpoints
+            seats, meta = self._seats(settings, endpoints)
+            black, white = seats[BLACK], seats[WHITE]
+            spec = GameSpec(slot=self.number - 1, black=black.name, white=white.name)
+            live = LiveGame(number=self.number, spec=spec, game=Game(SIZE, settings.komi))
+            self.live = live
+            self.changed()
+            outcome = await play_game(
+                spec, self.number, {black.name: black, white.name: white},
+                RefereeSettings(size=SIZE, komi=settings.komi, move_cap=MOVE_CAP,
+                                # The seats keep their own deadlines: a human has no clock.
+                                move_timeout_s=math.inf, void_after=MOVE_CAP,
+                                fallback_level=AI_LEVEL),
+                seed=int(time.time()) * 1000 + self.number, live=live,
+            )
+        self._endpoints = {}
+        self.outcome = outcome
+        self.finished += 1
+        self.end_text = views.end_line(outcome.result, outcome.reason, live.game)
+        self.changed()
+        if self.settings.training:  # as the checkbox stands when the game ends
+            try:
+                path = await trio.to_thread.run_sync(self._save, outcome, meta)
+            except OSError as exc:
+                self.say(f"training mode: cannot save in {self.recordings}: "
+                         f"{exc.strerror or exc}", "error")
+            else:
+                self.saved.append(path)
+                self.say(f"saved {path}", "info")
+
+    def _seats(self, settings: PlaySettings, endpoints: dict[int, Go19Endpoint]
+               ) -> tuple[dict[int, object], dict[str, dict]]:
+        mode = settings.mode
+        mine = BLACK if settings.colour == "black" else WHITE
+        other = 3 - mine
+        seed = self.number
+        meta: dict[str, dict] = {}
+
+        def human(colour: int) -> HumanSeat:
+            name = "human" if mode != "hh" else f"human-{'black' if colour == BLACK else 'white'}"
+            meta[name] = {"kind": "human"}
+            return HumanSeat(self, name)
+
+        def ai() -> AiSeat:
+            meta["heuristic-ai"] = {"kind": "heuristic", "level": AI_LEVEL}
+            return AiSeat(self, "heuristic-ai", seed)
+
+        def vlm(index: int) -> VlmSeat:
+            where = format_address(settings.server(index))
+            name = f"vlm-{where}"
+            meta[name] = {"kind": "go19", "replicas": [where]}
+            return VlmSeat(self, index, endpoints[index], name)
+
+        if mode == "hh":
+            seats = {BLACK: human(BLACK), WHITE: human(WHITE)}
+        elif mode == "ha":
+            seats = {mine: human(mine), other: ai()}
+        elif mode == "hv":
+            seats = {mine: human(mine), other: vlm(1)}
+        elif mode == "av":
+            seats = {mine: ai(), other: vlm(1)}
+        else:
+            seats = {BLACK: vlm(1), WHITE: vlm(2)}
+            if seats[WHITE].name == seats[BLACK].name:
+                seats[WHITE] = seats[BLACK]  # self-play: one player answers for both colours
+        return seats, meta
+
+    def _save(self, outcome: GameOutcome, meta: dict[str, dict]) -> Path:
+        """Training mode: the finished game as collect records it, in recordings/, named
+        as collect names a game (``baduk-<stamp>-<game>.sgf``, as its record says)."""
+        self.recordings.mkdir(parents=True, exist_ok=True)
+        record = journal_record(outcome, self.run_id, meta)
+        stem = f"baduk-{utc_stamp(outcome.finished)}-{outcome.number:05d}"
+        path = self.recordings / f"{stem}.sgf"
+        suffix = 1
+        while path.exists():  # another go19 play, the same second and game number
+            suffix += 1
+            path = self.recordings / f"{stem}-{suffix}.sgf"
+        atomic_write(path, recorded_game_sgf(outcome, record, __version__))
+        return path
+
+
+@asynccontextmanager
+async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Go19Endpoint]]:
+    """The game's GO19 endpoints (server 1, and server 2 when it differs), closed after."""
+    endpoints: dict[int, Go19Endpoint] = {}
+    if settings.mode in ("av", "hv", "vv"):
+        # No backoff in the game: a move the server cannot answer falls back at once, and
+        # the next move tries again; the server row's auto-reconnect does the waiting.
+        options = {"connect_timeout": min(settings.timeout, 5.0), "backoff_step": 0.0,
+                   "backoff_cap": 0.0, "max_failures": MOVE_CAP + 1}
+        endpoints[1] = Go19Endpoint([settings.server(1)], **options)
+        if settings.mode == "vv":
+            same = settings.server(2) == settings.server(1)
+            endpoints[2] = endpoints[1] if same else Go19Endpoint([settings.server(2)], **options)
+    try:
+        yield endpoints
+    finally:
+        with trio.CancelScope(shield=True):
+            for endpoint in set(endpoints.values()):
+                await endpoint.aclose()

@@ -1,0 +1,253 @@
+"""The play session and the connection panel without a browser: the state the page
+draws, driven by the messages the page sends, over real loopback sockets."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import pytest
+import trio
+import trio.testing
+
+from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
+from orchestrator.coords import PASS, from_gtp
+from orchestrator.players.base import ErrorReply
+from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.rules import BLACK, Game
+from orchestrator.serve import HeuristicEngine, serve_go19
+from orchestrator.sgf import read_games
+from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
+from orchestrator.web.session import PlaySession
+from orchestrator.web.watch import _FALLBACK_EVENT
+from tests.web.harness import free_port
+
+
+async def until(session: PlaySession, predicate) -> None:
+    with trio.fail_after(30):
+        while not predicate():
+            await session.pulse.wait(session.pulse.version)
+
+
+def settings(**changes) -> dict:
+    base = {"mode": "hh", "colour": "black", "host1": "127.0.0.1", "port1": 5019, "host2": "",
+            "port2": None, "timeout": 5, "komi": 2.5, "training": True, "auto_restart": False,
+            "auto_reconnect1": False, "auto_reconnect2": False}
+    return {**base, **changes}
+
+
+async def test_clicks_refusals_and_the_recorded_game(tmp_path):
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings()})
+        await until(session, lambda: session.waiting_human)
+        d4, q16 = from_gtp("D4", 19), from_gtp("Q16", 19)
+        session.handle({"type": "click", "point": d4})
+        await until(session, lambda: session.live.game.move_number == 1 and session.waiting_human)
+        session.handle({"type": "click", "point": d4})
+        await until(session, lambda: "occupied" in session.status[0])
+        assert session.status == ("illegal move D4: occupied", "error")
+        session.handle({"type": "click", "point": 400})
+        assert session.status == ("bad point 400", "error")
+        session.handle({"type": "click", "point": True})
+        assert session.status == ("bad point True", "error")
+        session.handle({"type": "settings", "settings": settings(komi=2.7)})
+        assert session.status[0].startswith("bad setting komi")
+        session.handle({"type": "click", "point": q16})
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        session.handle({"type": "pass"})
+        await until(session, lambda: session.live.game.move_number == 3 and session.waiting_human)
+        session.handle({"type": "pass"})
+        await until(session, lambda: bool(session.saved))
+        assert session.outcome.result == "W+2.5" and session.outcome.reason == "two-passes"
+        assert session.snapshot()["turn"].startswith("Game over: W+2.5 (two-passes) — area "
+                                                     "count B 1 vs W 1")
+        game = read_games(session.saved[0].read_bytes())[0]
+        assert [(m.point, m.source) for m in game.moves] == [
+            (d4, None), (q16, None), (PASS, None), (PASS, None)]
+        assert game.root_props["GOXIXEND"] == "two-passes"
+        nursery.cancel_scope.cancel()
+
+
+async def test_retaking_a_ko_at_once_is_refused_as_superko(tmp_path):
+    def at(row: int, col: int) -> int:
+        return row * 19 + col
+
+    ko_fight = [at(0, 1), at(0, 2), at(1, 0), at(1, 1), at(2, 1), at(2, 2), at(10, 10),
+                at(1, 3), at(1, 2)]  # the last takes White's (1, 1): a ko
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(training=False)})
+        for n, point in enumerate(ko_fight, 1):
+            await until(session, lambda: session.waiting_human)
+            session.handle({"type": "click", "point": point})
+            await until(session, lambda n=n: session.live.game.move_number == n)
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": at(1, 1)})
+        await until(session, lambda: "superko" in session.status[0])
+        assert session.status == ("illegal move B18: superko", "error")
+        assert session.live.game.move_number == len(ko_fight)
+        nursery.cancel_scope.cancel()
+
+
+async def test_human_as_white_against_the_ai_waits_for_blacks_first_move(tmp_path):
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="ha", colour="white")})
+        await until(session, lambda: session.waiting_human)
+        game = session.live.game
+        assert game.move_number == 1 and game.moves[0].color == BLACK
+        assert (session.live.spec.black, session.live.spec.white) == ("heuristic-ai", "human")
+        assert session.snapshot()["turn"] == "White to play: your move"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_vlm_that_cannot_be_reached_falls_back_marked(tmp_path):
+    port = free_port()
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="hv", port1=port)})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        assert session.checks[1].colour == RED
+        assert session.snapshot()["game"]["fallbacks"] == [session.live.game.moves[1].point]
+        session.handle({"type": "resign"})
+        await until(session, lambda: bool(session.saved))
+        moves = read_games(session.saved[0].read_bytes())[0].moves
+        assert moves[1].source == "fallback:connection" and moves[0].source is None
+        assert session.outcome.result == "W+R"
+        nursery.cancel_scope.cancel()
+
+
+async def test_training_mode_that_cannot_save_says_so_and_plays_on(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, blocked / "recordings")
+        session.handle({"type": "new", "settings": settings()})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "resign"})
+        await until(session, lambda: session.status[0].startswith("training mode"))
+        assert session.status == (f"training mode: cannot save in {blocked / 'recordings'}: "
+                                   "Not a directory", "error")
+        session.handle({"type": "new", "settings": settings()})
+        await until(session, lambda: session.outcome is None and session.waiting_human)
+        nursery.cancel_scope.cancel()
+
+
+class Silent:
+    """A GO19 engine that never answers (a model stuck on a request)."""
+
+    async def genmove(self, board, color) -> int:
+        await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_cancel_vlm_response_lets_the_local_ai_play_marked(tmp_path):
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(partial(serve_go19, Silent(), "127.0.0.1", 0))
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="hv", port1=port, timeout=600)})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
+        await until(session, lambda: session.snapshot()["can_cancel"])
+        assert session.snapshot()["turn"] == f"vlm-127.0.0.1:{port} is thinking…"
+        session.handle({"type": "cancel"})
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        assert session.marks == {1: "cancelled"}
+        assert "fallback: vlm-127.0.0.1:" in session.status[0]
+        session.handle({"type": "resign"})
+        await until(session, lambda: bool(session.saved))
+        assert read_games(session.saved[0].read_bytes())[0].moves[1].source == "fallback:cancelled"
+        nursery.cancel_scope.cancel()
+
+
+class Counting:
+    """The heuristic AI over GO19, counting the requests it answered."""
+
+    def __init__(self) -> None:
+        self.inner = HeuristicEngine(seed=9)
+        self.answered = 0
+
+    async def genmove(self, board, color) -> int:
+        self.answered += 1
+        return await self.inner.genmove(board, color)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_vlm_vs_vlm_on_two_servers_asks_each_for_its_colour(tmp_path):
+    first, second = Counting(), Counting()
+    async with trio.open_nursery() as nursery:
+        port1 = await nursery.start(partial(serve_go19, first, "127.0.0.1", 0))
+        port2 = await nursery.start(partial(serve_go19, second, "127.0.0.1", 0))
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(
+            mode="vv", port1=port1, host2="127.0.0.1", port2=port2, training=False)})
+        await until(session, lambda: session.live is not None
+                    and session.live.game.move_number >= 10)
+        assert (session.live.spec.black, session.live.spec.white) == (
+            f"vlm-127.0.0.1:{port1}", f"vlm-127.0.0.1:{port2}")
+        assert session.marks == {}
+        assert first.answered >= 5 and second.answered >= 5
+        assert abs(first.answered - second.answered) <= 1
+        nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+def loopback_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps after 5 ms of real idleness: a refused loopback connect
+    is over long before that."""
+    return trio.testing.MockClock(autojump_threshold=0.005)
+
+
+async def test_reconnect_countdown_backs_off_and_gives_up_after_six(loopback_clock):
+    clock_start = trio.current_time()
+    labels: list[tuple[str, str]] = []
+    check: ServerCheck
+
+    def changed() -> None:
+        labels.append((check.label, check.colour))
+
+    check = ServerCheck(changed, lambda: None)
+    assert (check.label, check.colour) == ("● unchecked", GREY)
+    port = free_port()
+    async with trio.open_nursery() as nursery:
+        check.check(nursery, "127.0.0.1", port, 2.0, auto=True)
+    waits: dict[int, list[str]] = {}
+    for text, _ in labels:
+        if text.startswith("● reconnect wait #"):
+            waits.setdefault(int(text.split("#")[1].split()[0]), []).append(text)
+    assert sorted(waits) == [1, 2, 3, 4, 5]  # the 6th failure gives up instead of waiting
+    for n, delay in zip(range(1, 6), (1.5, 3.0, 4.5, 6.0, 7.5), strict=True):
+        assert waits[n][0] == f"● reconnect wait #{n} — {delay:.1f} s (127.0.0.1:{port})"
+        assert len(waits[n]) == math.ceil(delay / 0.25)  # the label counts down every 0.25 s
+    assert all(colour == AMBER for text, colour in labels if "reconnect wait" in text)
+    assert labels[-1][1] == RED and "gave up after 6 failures" in labels[-1][0]
+    assert check.failures == 6
+    assert trio.current_time() - clock_start >= 1.5 + 3 + 4.5 + 6 + 7.5
+
+
+async def test_the_watch_page_counts_the_referees_fallback_events():
+    events: list[str] = []
+
+    class Broken:
+        name = "broken"
+
+        async def genmove(self, game: Game) -> int:
+            raise ErrorReply("broken: no")
+
+        async def aclose(self) -> None:
+            return None
+
+    spec = GameSpec(slot=0, black="broken", white="ai")
+    live = LiveGame(number=7, spec=spec, game=Game(), event_sink=events.append)
+    await play_game(spec, 7, {"broken": Broken(), "ai": HeuristicPlayer("ai", seed=1)},
+                    RefereeSettings(move_cap=6), live=live)
+    assert len(events) == 3
+    assert all(_FALLBACK_EVENT.match(e) and _FALLBACK_EVENT.match(e).group(1) == "7"
+               for e in events)

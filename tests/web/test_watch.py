@@ -1,0 +1,141 @@
+"""`collect --web`: a real collect process, watched in a real browser. A GO19 server in
+the test holds its answer at a chosen request, so the page is compared with the
+referee's board at a move the test knows, without racing the game."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from functools import partial
+
+import trio
+
+from tests.web.harness import board_after, skip_without_browser, wait_for
+
+skip_without_browser()
+
+from selenium.webdriver.common.by import By  # noqa: E402
+
+from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
+from orchestrator.sgf import read_games  # noqa: E402
+
+HOLD_AT = 9  # the gated player's 9th request: 8 moves each, so the board is at move 16
+
+
+class GatedEngine:
+    """The heuristic AI, holding its ``HOLD_AT``-th answer of game 1 and its first answer
+    of game 2 until the test releases them."""
+
+    def __init__(self) -> None:
+        self._inner = HeuristicEngine(seed=3)
+        self.requests = 0
+        self.games = 0
+        self.release_move = trio.Event()
+        self.release_game2 = trio.Event()
+
+    async def genmove(self, board, color):
+        self.requests += 1
+        if not board.any():
+            self.games += 1
+            if self.games == 2:
+                await self.release_game2.wait()
+        elif self.games == 1 and self.requests == HOLD_AT:
+            await self.release_move.wait()
+        return await self._inner.genmove(board, color)
+
+    async def aclose(self) -> None:
+        return None
+
+
+MATCHUP = """
+[run]
+name = "watched"
+seed = 5
+
+[players.gated]
+kind = "go19"
+replicas = ["127.0.0.1:{port}"]
+
+[players.ai]
+kind = "heuristic"
+level = 1
+seed = 4
+
+[pairing]
+black = "gated"
+white = "ai"
+alternate_colors = false
+
+[game]
+move_timeout_s = 120
+concurrency = 1
+"""
+
+
+def drawn_stones(driver) -> str:
+    """The stones the SVG shows (read in one go), as the referee's 361-character string."""
+    return driver.execute_script("""
+        const cells = Array(361).fill("0");
+        for (const c of document.querySelectorAll("#stones circle.stone")) {
+          cells[Number(c.dataset.point)] = c.classList.contains("black") ? "1" : "2";
+        }
+        return cells.join("");""")
+
+
+def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, tmp_path):
+    engine = GatedEngine()
+    port, _ = loop.start(partial(serve_go19, engine, "127.0.0.1", 0))
+    matchup = tmp_path / "watched.toml"
+    matchup.write_text(MATCHUP.format(port=port))
+    recordings = tmp_path / "rec"
+    collect = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "collect", "--matchup", str(matchup),
+         "--games", "2", "--recordings", str(recordings), "--no-dashboard", "--no-report",
+         "--web", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = None
+        for line in collect.stdout:
+            if "watch page: " in line:
+                url = line.split("watch page: ")[1].strip()
+                break
+        assert url, "collect never announced its watch page"
+        driver.get(url)
+        row = wait_for(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#live-games tr[data-game="1"]'), "game 1 never listed")
+        row[0].click()
+        moves = 2 * (HOLD_AT - 1)
+        wait_for(driver, lambda d: d.find_element(By.ID, "board").get_attribute("data-move")
+                 == str(moves) and "waiting on gated" in d.find_element(By.ID, "turn").text,
+                 "the page never showed the held position")
+        live = drawn_stones(driver)
+        assert live.count("1") + live.count("2") > 0
+        headline = driver.find_element(By.ID, "wld").text
+        assert headline == "gated vs ai: 0–0–0 (W–L–D)"
+
+        loop.call(engine.release_move.set)  # game 1 plays out; game 2 holds at its start
+        row = wait_for(driver, lambda d: d.find_elements(
+            By.CSS_SELECTOR, '#finished-games tr[data-game="1"]'), "game 1 never finished")
+        row[0].click()
+        game = read_games(next(recordings.glob("*/baduk-*.sgf")).read_bytes())[0]
+        wait_for(driver, lambda d: d.find_element(By.ID, "slider-label").text.startswith(
+            f"move {len(game.moves)} of {len(game.moves)}"), "no replay of game 1")
+        slider = driver.find_element(By.ID, "slider")
+        driver.execute_script("const s = arguments[0]; s.value = arguments[1];"
+                              "s.dispatchEvent(new Event('input'));", slider, moves)
+        wait_for(driver, lambda d: d.find_element(By.ID, "board").get_attribute("data-move")
+                 == str(moves))
+        assert drawn_stones(driver) == live
+
+        # The referee's board at that move, from the recording: what the page showed live.
+        at_move = read_games(next(recordings.glob("*/baduk-*.sgf")).read_bytes())[0]
+        assert board_after(at_move, moves) == live
+        wait_for(driver, lambda d: "1–0–0" in d.find_element(By.ID, "wld").text
+                 or "0–1–0" in d.find_element(By.ID, "wld").text
+                 or "0–0–1" in d.find_element(By.ID, "wld").text)
+        assert driver.find_element(By.ID, "elo").text.startswith("gated vs ai: ")
+    finally:
+        collect.send_signal(signal.SIGINT)
+        loop.call(engine.release_game2.set)
+        collect.communicate(timeout=60)
