@@ -10,7 +10,7 @@ from pathlib import Path
 import trio
 
 import orchestrator
-from orchestrator.commands import count_int, positive_int
+from orchestrator.commands import count_int, label_ray, positive_int
 from orchestrator.dataset.shards import DatasetError
 from orchestrator.label.config import KataGoPaths
 from orchestrator.label.games import select_games
@@ -53,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="label only the first N games the build would use")
     parser.add_argument("--max-moves", type=positive_int, metavar="N",
                         help="label only the positions before moves 1..N of each game")
+    label_ray.add_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -103,6 +104,8 @@ def _summary(run: LabelRun, out: Path, games: list, void_files: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ray is not None:
+        return label_ray.run(args)
     options = RunOptions(visits=args.visits, ownership=args.ownership,
                          max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
     try:
