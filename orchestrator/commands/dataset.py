@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.commands import count_int, positive_int
+from orchestrator.commands import count_int, dataset_ray, positive_int
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
 from orchestrator.files import atomic_write
@@ -71,6 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--allow-missing-labels", action="store_true",
                    help="with --labels: keep positions without a label (label fields "
                    "NaN / -1) instead of dropping them")
+    dataset_ray.add_options(b)
     b.set_defaults(func=run_build)
 
     c = commands.add_parser(
@@ -143,11 +144,13 @@ def run_build(args: argparse.Namespace) -> int:
             require_provenance=args.require_provenance, shard_size=args.shard_size,
             compress=not args.no_compress,
         )
-        manifest = build(
-            args.inputs, args.out, options, provenance=args.source_manifest,
-            workers=args.workers, force=args.force,
-            progress=_progress(started) if sys.stderr.isatty() else None, join=join,
-        )
+        with dataset_ray.reader(args) as reader:
+            manifest = build(
+                args.inputs, args.out, options, provenance=args.source_manifest,
+                workers=args.workers, force=args.force,
+                progress=_progress(started) if sys.stderr.isatty() else None, join=join,
+                reader=reader,
+            )
     except (DatasetError, LabelError) as exc:
         print(f"dataset build: {exc}", file=sys.stderr)
         return 2

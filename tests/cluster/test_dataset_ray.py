@@ -1,0 +1,50 @@
+"""`go19 dataset build --ray` gives the single-process build's dataset, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from orchestrator.cli import main
+from orchestrator.cluster.dataset import ray_reader
+from orchestrator.dataset import build
+from tests.cluster.conftest import REAL, requires_real
+
+TIMING = ("created", "build")  # the only manifest fields allowed to differ
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _manifest(data: bytes) -> dict:
+    return {k: v for k, v in json.loads(data).items() if k not in TIMING}
+
+
+@requires_real
+def test_ray_build_equals_single_process_build(local_ray: Any, tmp_path: Path,
+                                               capsys: Any) -> None:
+    one, ray = tmp_path / "single", tmp_path / "ray"
+    assert main(["dataset", "build", str(REAL), "--out", str(one)]) == 0
+    assert main(["dataset", "build", str(REAL), "--out", str(ray), "--ray"]) == 0
+    a, b = _files(one), _files(ray)
+    assert a.keys() == b.keys() and any(name.endswith(".npz") for name in a)
+    for name in a:
+        if name == "manifest.json":
+            assert _manifest(a[name]) == _manifest(b[name])
+        else:
+            assert a[name] == b[name], name
+    assert capsys.readouterr().out.count(" samples in ") == 2
+
+
+@requires_real
+def test_few_tasks_in_flight_keep_order(local_ray: Any, tmp_path: Path) -> None:
+    # One task at a time and the build's small batches: order must still be the input's.
+    one = build([REAL / "pro19"], tmp_path / "single")
+    two = build([REAL / "pro19"], tmp_path / "ray", reader=ray_reader(local_ray, 1))
+    assert {k: v for k, v in one.items() if k not in TIMING} == {
+        k: v for k, v in two.items() if k not in TIMING}
+    assert (tmp_path / "single" / "games.jsonl").read_bytes() == (
+        tmp_path / "ray" / "games.jsonl").read_bytes()
+
