@@ -307,4 +307,4 @@ def positions(game: SgfGame) -> Positions:
     )
 
 
-warm()
+LOAD_SECONDS = warm()  # CPU seconds this process spent compiling or loading the kernel
