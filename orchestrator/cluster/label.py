@@ -142,12 +142,14 @@ class RayLabelRun:
         sent: dict[Any, _Sent] = {}
         last_line = time.monotonic()
         while queue or sent:
-            for slot in self.slots:
-                while queue and slot.in_flight < self.options.max_in_flight:
-                    order, game = heapq.heappop(queue)
-                    sent[slot.actor.label.remote(order, game)] = _Sent(
-                        slot.index, slot.generation, order, game)
-                    slot.in_flight += 1
+            while queue:  # the next game to the least busy engine: few games spread too
+                slot = min(self.slots, key=lambda s: s.in_flight)
+                if slot.in_flight >= self.options.max_in_flight:
+                    break
+                order, game = heapq.heappop(queue)
+                sent[slot.actor.label.remote(order, game)] = _Sent(
+                    slot.index, slot.generation, order, game)
+                slot.in_flight += 1
             done, _ = ray.wait(list(sent), num_returns=1, timeout=min(1.0, self.cluster.interval))
             for ref in done:
                 item = sent.pop(ref)

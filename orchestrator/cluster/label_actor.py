@@ -46,6 +46,9 @@ class EngineSpec:
     model: str | None = None
     config: str | None = None
     log_dir: str | None = None  # the label folder, if the node sees it; else a temp folder
+    # CPU engines: the OpenCL threads pocl may use, the CPUs Ray reserved for the engine
+    # (pocl would otherwise spread every engine over all the node's cores).
+    opencl_threads: int | None = None
 
     def resolve(self, slot: int) -> EngineFiles:
         prepared = node_katago()
@@ -127,6 +130,8 @@ class EngineActor:
     asyncio actor and would run them on one event loop, one label call at a time."""
 
     def __init__(self, slot: int, spec: EngineSpec, options: RunOptions) -> None:
+        if spec.opencl_threads:  # this worker process is the actor's alone; KataGo inherits it
+            os.environ["POCL_MAX_PTHREAD_COUNT"] = str(spec.opencl_threads)
         self._engine = _TrioEngine(slot, spec.resolve(slot), options)
         self._engine.info()  # fails the actor's creation with KataGo's own words
 

@@ -57,8 +57,9 @@ def run(args: argparse.Namespace) -> int:
     given = {name: None if getattr(args, name) is None else str(Path(getattr(args, name))
                                                                   .resolve())
              for name in ("katago", "model", "config")}
+    threads = None if args.gpus_per_engine else max(1, round(args.cpus_per_engine))
     spec = EngineSpec(binary=given["katago"], model=given["model"], config=given["config"],
-                      log_dir=str(args.out.resolve()))
+                      log_dir=str(args.out.resolve()), opencl_threads=threads)
     cluster = ClusterOptions(engines=args.engines, gpus_per_engine=args.gpus_per_engine,
                              cpus_per_engine=args.cpus_per_engine)
     try:
