@@ -52,6 +52,11 @@ def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: 
     assert two.manifest["settings"] == one.manifest["settings"]
     assert two.manifest["engine"]["model_names"] == one.manifest["engine"]["model_names"]
     assert two.manifest["runs"][-1]["ray"]["engines"] == 2
+    # The folder is the single-engine format: the plain command resumes it, asking nothing.
+    assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
+                 "--resume"]) == 0
+    resumed = LabelSet(out).manifest
+    assert resumed["runs"][-1]["labelled"] == 0 and resumed["counts"] == one.manifest["counts"]
     for ident, entry in _games(single).items():
         sha1, index = ident.split(":")
         a, b = one.game(sha1, int(index)), two.game(sha1, int(index))
@@ -114,3 +119,33 @@ def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) 
                    labels.arrays["move_number"].tolist(), strict=True))
     assert len(rows) == 6 * moves
     assert {g.ident for g in games} == {g["ident"] for g in labels.manifest["games"]}
+
+
+def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
+    games, _ = select_games(_files(4), max_moves=MOVES)
+    options = RunOptions(visits=1, max_in_flight=1)
+    folder = tmp_path / "labels"
+    writer = LabelWriter.open(folder, options.settings(MOVES), [], resume=False)
+
+    def interrupt(run: RayLabelRun) -> None:
+        if run.result.labelled:  # the state: one game written to the writer
+            raise KeyboardInterrupt
+
+    run = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2),
+                      PlainReporter(io.StringIO()), watch=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            run.run(local_ray, games)
+        finally:
+            writer.flush()  # what the command's finally does
+    done = LabelSet(folder)
+    assert 1 <= done.manifest["counts"]["status"].get("ok", 0) < len(games)
+    assert len(done) == MOVES * done.manifest["counts"]["status"]["ok"]
+    # Resuming asks only the others, and ends with every game once.
+    writer = LabelWriter.open(folder, options.settings(MOVES), [], resume=True)
+    rest = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2),
+                       PlainReporter(io.StringIO())).run(local_ray, games)
+    writer.flush()
+    assert rest.already == done.manifest["counts"]["status"]["ok"]
+    assert rest.labelled == len(games) - rest.already
+    assert len(LabelSet(folder)) == MOVES * len(games)
