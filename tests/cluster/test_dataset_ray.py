@@ -48,3 +48,44 @@ def test_few_tasks_in_flight_keep_order(local_ray: Any, tmp_path: Path) -> None:
     assert (tmp_path / "single" / "games.jsonl").read_bytes() == (
         tmp_path / "ray" / "games.jsonl").read_bytes()
 
+
+
+class _CountingRay:
+    """Ray's calls the reader makes, run in this process, counting tasks out at once."""
+
+    def __init__(self) -> None:
+        self.out = self.most = self.cancelled = 0
+
+    def remote(self, fn: Any) -> Any:
+        ray = self
+
+        class Task:
+            @staticmethod
+            def remote(batch: list[str]) -> tuple:
+                ray.out += 1
+                ray.most = max(ray.most, ray.out)
+                return fn, batch
+
+        return Task
+
+    def get(self, ref: tuple) -> Any:
+        self.out -= 1
+        fn, batch = ref
+        return fn(batch)
+
+    def cancel(self, ref: tuple) -> None:
+        self.cancelled += 1
+
+
+@requires_real
+def test_tasks_in_flight_stay_bounded_and_early_stop_cancels() -> None:
+    files = [str(p) for p in sorted((REAL / "pro19").glob("*.sgf"))] * 40  # ~100 batches
+    fake = _CountingRay()
+    games = list(ray_reader(fake, 3)(files))
+    assert fake.most == 3 and fake.out == 0
+    assert [g.path for g in games if g.game_index == 0] == files  # input order
+    stopped = _CountingRay()
+    reader = ray_reader(stopped, 3)(files)
+    next(reader)
+    reader.close()  # the build stopped (an error): the tasks still out are dropped
+    assert stopped.cancelled == stopped.out > 0
