@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: commands.label imports this module for its options.
     from orchestrator.cluster.label import ClusterOptions, RayLabelRun
     from orchestrator.cluster.label_actor import EngineSpec
-    from orchestrator.cluster.ray_session import ClusterError, ray_session
+    from orchestrator.cluster.ray_session import ClusterError, import_ray, ray_session
     from orchestrator.commands.label import _summary
     from orchestrator.dataset.shards import DatasetError
     from orchestrator.label.games import select_games
@@ -62,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
                       log_dir=str(args.out.resolve()), opencl_threads=threads)
     cluster = ClusterOptions(engines=args.engines, gpus_per_engine=args.gpus_per_engine,
                              cpus_per_engine=args.cpus_per_engine)
+    try:
+        import_ray()  # before anything is written
+    except ClusterError as exc:
+        print(f"label: {exc}", file=sys.stderr)
+        return 2
     try:
         games, void_files = select_games(args.inputs, max_games=args.max_games,
                                          max_moves=args.max_moves)

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-ray = pytest.importorskip(
-    "ray", reason="Ray is not installed (pip install 'go19[cluster]'; .ci/run installs it)")
+NO_RAY = "Ray is not installed (pip install 'go19[cluster]'; .ci/run installs it)"
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / ".." / "shared" / "sgf" / "real"
@@ -21,6 +20,7 @@ requires_real = pytest.mark.skipif(
 @pytest.fixture(scope="session")
 def local_ray() -> Iterator[Any]:
     """``ray.init(num_cpus=2)``: two CPU slots, as this machine has two cores."""
+    ray = pytest.importorskip("ray", reason=NO_RAY)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     try:
