@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -21,10 +22,18 @@ def import_ray() -> ModuleType:
     return ray
 
 
+def check_address(address: str | None) -> None:
+    """An input folder or file taken as the address (``--ray INPUT ...``): say so."""
+    if address not in (None, "auto") and Path(address).exists():
+        raise ClusterError(f"--ray {address}: that is a file or folder, not a Ray address; "
+                           "put --ray after the inputs or write --ray=ADDRESS")
+
+
 @contextmanager
 def ray_session(address: str | None, *, num_cpus: int | None = None) -> Iterator[Any]:
     """``ray`` itself, initialised; shut down on exit only if this command started it.
     A Ray already initialised in this process (a test's ``ray.init``) is used as it is."""
+    check_address(address)
     ray = import_ray()
     if ray.is_initialized():
         yield ray

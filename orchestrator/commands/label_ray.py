@@ -44,7 +44,12 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: commands.label imports this module for its options.
     from orchestrator.cluster.label import ClusterOptions, RayLabelRun
     from orchestrator.cluster.label_actor import EngineSpec
-    from orchestrator.cluster.ray_session import ClusterError, import_ray, ray_session
+    from orchestrator.cluster.ray_session import (
+        ClusterError,
+        check_address,
+        import_ray,
+        ray_session,
+    )
     from orchestrator.commands.label import _summary
     from orchestrator.dataset.shards import DatasetError
     from orchestrator.label.games import select_games
@@ -62,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
                       log_dir=str(args.out.resolve()), opencl_threads=threads)
     cluster = ClusterOptions(engines=args.engines, gpus_per_engine=args.gpus_per_engine,
                              cpus_per_engine=args.cpus_per_engine)
+    address = None if args.ray == LOCAL else args.ray
     try:
+        check_address(address)
         import_ray()  # before anything is written
     except ClusterError as exc:
         print(f"label: {exc}", file=sys.stderr)
@@ -81,7 +88,6 @@ def run(args: argparse.Namespace) -> int:
     tty = sys.stderr.isatty()
     reporter = RichReporter() if tty else PlainReporter()
     label_run = RayLabelRun(writer, spec, options, cluster, reporter)
-    address = None if args.ray == LOCAL else args.ray
     status, finished = 0, False
     try:
         with ray_session(address, num_cpus=None) as ray, reporter if tty else nullcontext():

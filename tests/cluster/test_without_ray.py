@@ -28,3 +28,14 @@ def test_ray_missing_is_one_line(no_ray: None, command: list[str], tmp_path: Pat
     assert status == 2 and len(err) == 1
     assert err[0].endswith("--ray needs Ray: pip install 'go19[cluster]'")
     assert not out.exists()
+
+
+@requires_real
+@pytest.mark.parametrize("command", [["label"], ["dataset", "build"]])
+def test_input_taken_for_an_address_is_one_line(command: list[str], tmp_path: Path,
+                                                capsys: Any) -> None:
+    folder = str(REAL / "pro19")
+    status = main([*command, "--ray", folder, "--out", str(tmp_path / "out"), folder])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "not a Ray address" in err[0]
+    assert not (tmp_path / "out").exists()
