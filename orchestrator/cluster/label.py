@@ -45,9 +45,9 @@ class _Slot:
     replaced: int = 0  # replacements in a row with no game finished in between
     seen: int = 0  # the actor's answered positions at the last poll
     finished: int = 0  # positions of the games this actor returned
-    rate: float = 0.0
-    polled: float = 0.0
     polling: Any = None  # the positions() call not yet answered
+    line_seen: int = 0  # ``seen`` and the time at the last rate line
+    line_time: float = 0.0
     node: str = ""
 
 
@@ -116,7 +116,7 @@ class RayLabelRun:
         self.result.engine = first[0]
         for slot in self.slots:
             slot.node = ray.get(slot.actor.node.remote())
-            slot.polled = time.monotonic()
+            slot.line_time = time.monotonic()
             self.reporter.engine_started(slot.index)
         ready_at = time.monotonic()
         try:
@@ -132,10 +132,9 @@ class RayLabelRun:
         ).remote(slot.index, self.spec, self.options)
         slot.generation += 1
         slot.in_flight = 0
-        slot.seen = slot.finished = 0
+        slot.seen = slot.finished = slot.line_seen = 0
         slot.polling = None
-        slot.rate = 0.0
-        slot.polled = time.monotonic()
+        slot.line_time = time.monotonic()
 
     def _loop(self, ray: Any, remote: Any, todo: list[LabelGame]) -> None:
         queue = list(enumerate(todo))  # a heap: earliest game first, lost games in place
@@ -211,21 +210,24 @@ class RayLabelRun:
                 slot.polling = slot.actor.positions.remote()
         pending = {s.polling: s for s in self.slots}
         ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
-        now = time.monotonic()
         for ref in ready:
             slot = pending[ref]
             slot.polling = None
             try:
-                count = ray.get(ref)
+                slot.seen = ray.get(ref)
             except ray.exceptions.RayError:
                 continue  # its label calls say it died
-            slot.rate = max(count - slot.seen, 0) / max(now - slot.polled, 1e-9)
-            slot.seen, slot.polled = count, now
 
     def rates_line(self) -> str:
-        parts = ", ".join(f"#{s.index} {s.rate:.2f}" for s in self.slots)
-        total = sum(s.rate for s in self.slots)
-        return f"engines (positions/s): {parts}; total {total:.2f}"
+        """Each engine's positions/s since the last line, and their sum."""
+        now = time.monotonic()
+        rates = []
+        for slot in self.slots:
+            rates.append(max(slot.seen - slot.line_seen, 0) / max(now - slot.line_time, 1e-9))
+            slot.line_seen, slot.line_time = slot.seen, now
+        parts = ", ".join(f"#{s.index} {rate:.2f}" for s, rate in zip(self.slots, rates,
+                                                                       strict=True))
+        return f"engines (positions/s): {parts}; total {sum(rates):.2f}"
 
     def _close(self, ray: Any) -> None:
         for slot in self.slots:

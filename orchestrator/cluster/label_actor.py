@@ -101,7 +101,7 @@ class _Capture:
 
     def __init__(self) -> None:
         self.outcomes: dict[str, _Captured] = {}
-        self.messages: dict[str, list[str]] = {}
+        self.messages: list[str] = []
         self.positions = 0  # answered on this actor, all games (less answers dropped)
 
     # writer
@@ -120,8 +120,16 @@ class _Capture:
         pass
 
     def message(self, line: str) -> None:
-        self.messages.setdefault(line.split(": ", 2)[1] if ": " in line else "", []).append(
-            line)
+        self.messages.append(line)
+
+    def take(self, game: LabelGame) -> GameOutcome:
+        """A finished game's outcome and its lines ("error: WHERE: ..." and "warning:
+        WHERE: ...", as LabelRun writes them)."""
+        arrays, error, warnings = self.outcomes.pop(game.ident)
+        heads = (f"error: {game.where}: ", f"warning: {game.where}: ")
+        mine = [line for line in self.messages if line.startswith(heads)]
+        self.messages = [line for line in self.messages if not line.startswith(heads)]
+        return GameOutcome(arrays, error, warnings, tuple(mine))
 
 
 class EngineActor:
@@ -279,6 +287,4 @@ class _TrioEngine:
                 # Asked again on the next engine, as LabelRun puts it back in its queue.
                 self._engine_gone(engine)
                 continue
-            arrays, error, warnings = self._capture.outcomes.pop(game.ident)
-            messages = tuple(self._capture.messages.pop(game.where, ()))
-            return GameOutcome(arrays, error, warnings, messages)
+            return self._capture.take(game)

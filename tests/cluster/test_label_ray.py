@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from orchestrator.cluster.label_actor import EngineSpec
 from orchestrator.dataset.shards import load
 from orchestrator.label.games import select_games
 from orchestrator.label.progress import PlainReporter
-from orchestrator.label.run import RunOptions
+from orchestrator.label.run import LabelRunError, RunOptions
 from orchestrator.label.store import LabelSet, LabelWriter
 from tests.cluster.conftest import REAL, requires_real
 from tests.label.conftest import requires_katago
@@ -149,3 +150,16 @@ def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
     assert rest.already == done.manifest["counts"]["status"]["ok"]
     assert rest.labelled == len(games) - rest.already
     assert len(LabelSet(folder)) == MOVES * len(games)
+
+
+def test_engine_that_cannot_start_is_one_line(local_ray: Any, tmp_path: Path) -> None:
+    games, _ = select_games(_files(1), max_moves=1)
+    options = RunOptions()
+    writer = LabelWriter.open(tmp_path / "labels", options.settings(1), [], resume=False)
+    missing = str(tmp_path / "no-katago")
+    run = RayLabelRun(writer, EngineSpec(binary=missing), options, ClusterOptions(engines=1),
+                      PlainReporter(io.StringIO()))
+    with pytest.raises(LabelRunError) as error:
+        run.run(local_ray, games)
+    assert str(error.value) == (f"KataGo engines did not start: KataGo binary {missing}: "
+                                "no such file on node " + socket.gethostname())
