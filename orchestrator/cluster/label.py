@@ -106,6 +106,7 @@ class RayLabelRun:
             return
         remote = ray.remote(EngineActor)
         self.slots = [_Slot(i) for i in range(min(self.cluster.engines, len(todo)))]
+        self._check_resources(ray, len(self.slots))
         for slot in self.slots:
             self._start_actor(remote, slot)
         try:
@@ -123,6 +124,18 @@ class RayLabelRun:
             self._loop(ray, remote, todo)
         finally:
             self.result.querying_seconds = time.monotonic() - ready_at
+
+    def _check_resources(self, ray: Any, engines: int) -> None:
+        """Engines the cluster cannot hold would wait for ever: say so instead."""
+        have = ray.cluster_resources()
+        for what, each in (("CPU", self.cluster.cpus_per_engine),
+                           ("GPU", self.cluster.gpus_per_engine)):
+            need = engines * each
+            if need > have.get(what, 0) + 1e-9:
+                raise LabelRunError(
+                    f"{engines} engines x {each:g} {what} need {need:g} {what}s; the Ray "
+                    f"cluster has {have.get(what, 0):g} (fewer --engines, or less "
+                    f"--{what.lower()}s-per-engine)")
 
     def _start_actor(self, remote: Any, slot: _Slot) -> None:
         limit = self.options.max_in_flight

@@ -163,3 +163,15 @@ def test_engine_that_cannot_start_is_one_line(local_ray: Any, tmp_path: Path) ->
         run.run(local_ray, games)
     assert str(error.value) == (f"KataGo engines did not start: KataGo binary {missing}: "
                                 "no such file on node " + socket.gethostname())
+
+
+def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_path: Path,
+                                                         capsys: Any) -> None:
+    # num_cpus=2: three one-CPU engines would wait for ever; a GPU engine has no GPU.
+    for extra in (["--engines", "3"], ["--engines", "1", "--gpus-per-engine", "1"]):
+        out = tmp_path / "-".join(extra)
+        status = main(["label", *_files(3), "--out", str(out), "--max-moves", "1",
+                       "--ray", *extra])
+        err = capsys.readouterr().err
+        assert status == 1 and "the Ray cluster has" in err, err
+        assert LabelSet(out).manifest["counts"]["games"] == 0  # nothing asked, folder usable
