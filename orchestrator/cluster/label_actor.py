@@ -157,6 +157,11 @@ class EngineActor:
     def node(self) -> str:
         return socket.gethostname()
 
+    def katago_pid(self) -> int | None:
+        """The running KataGo's process id on the node (None between two KataGos)."""
+        engine = self._engine._engine
+        return None if engine is None else engine.pid
+
     def close(self) -> None:
         self._engine.close()
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -175,3 +177,37 @@ def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_pat
         err = capsys.readouterr().err
         assert status == 1 and "the Ray cluster has" in err, err
         assert LabelSet(out).manifest["counts"]["games"] == 0  # nothing asked, folder usable
+
+
+def test_katago_killed_inside_an_actor_restarts_there(local_ray: Any, tmp_path: Path) -> None:
+    ray = local_ray
+    moves = 6
+    games, _ = select_games(_files(4), max_moves=moves)
+    options = RunOptions(visits=1, max_in_flight=1)
+    writer = LabelWriter.open(tmp_path / "labels", options.settings(moves), [], resume=False)
+    killed: list[int] = []
+    later: set[int] = set()
+
+    def kill_katago(run: RayLabelRun) -> None:
+        # The state: engine 0 holds a game it has answered in part; its KataGo dies.
+        pid = ray.get(run.slots[0].actor.katago_pid.remote())
+        if killed and pid is not None:
+            later.add(pid)
+        elif not killed and pid is not None and run.in_flight(0) and (
+                run.answered(0) > run.finished(0)):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    run = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2, interval=3600),
+                      PlainReporter(io.StringIO()), watch=kill_katago)
+    result = run.run(ray, games)
+    writer.flush()
+    assert killed, "engine 0 never held a game in flight with answers"
+    assert result.restarts == 0  # the actor lived on: its KataGo restarted inside it
+    assert later and killed[0] not in later
+    assert result.labelled == len(games) and result.errors == 0
+    labels = LabelSet(tmp_path / "labels")
+    assert len(labels) == moves * len(games)
+    rows = set(zip(labels.arrays["sha1"].tolist(), labels.arrays["game_index"].tolist(),
+                   labels.arrays["move_number"].tolist(), strict=True))
+    assert len(rows) == moves * len(games)
