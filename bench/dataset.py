@@ -37,7 +37,9 @@ from orchestrator.dataset.dedup import SeenPositions  # noqa: E402
 from orchestrator.dataset.samples import _positions  # noqa: E402
 from orchestrator.dataset.shards import ShardWriter  # noqa: E402
 from orchestrator.dataset.sources import find_sgf_files  # noqa: E402
-from orchestrator.sgf import SgfError, read_games, replay_positions, write_sgf  # noqa: E402
+from orchestrator.files import read_sgf_file  # noqa: E402
+from orchestrator.rules.replay import replay_positions  # noqa: E402
+from orchestrator.sgf import SgfError, read_games, write_sgf  # noqa: E402
 
 REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
 GAMES_PER_FILE = 100
@@ -57,7 +59,7 @@ def reference(paths: list[Path]) -> tuple[int, int, float]:
     start = cpu_seconds()
     for path in paths:
         try:
-            read = read_games(path, require_size=19)
+            read = read_sgf_file(path, require_size=19)
         except SgfError:
             continue
         for game in read:
@@ -153,7 +155,7 @@ def templates(paths: list[Path]) -> list[bytes]:
     out = []
     for path in paths:
         try:
-            games = read_games(path, require_size=19)
+            games = read_sgf_file(path, require_size=19)
         except SgfError:
             continue
         for game in games:

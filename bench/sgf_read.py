@@ -25,7 +25,8 @@ from sgfmill import sgf
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from orchestrator.sgf import SgfError, read_games, replay_positions  # noqa: E402
+from orchestrator.rules.replay import replay_positions  # noqa: E402
+from orchestrator.sgf import SgfError, read_games  # noqa: E402
 
 REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
 ROUNDS = 5

@@ -7,13 +7,17 @@ of the board; a pass is :data:`PASS`. Nothing past the edges sees letters.
 system   top-left         top-right        bottom-left      pass
 ======== ================ ================ ================ ==============
 point    0                size-1           (size-1)*size    PASS (-1)
+index    0                size-1           (size-1)*size    size*size (361)
 rowcol   (0, 0)           (0, size-1)      (size-1, 0)      None
 SGF      ``aa``           ``sa`` (19x19)   ``as`` (19x19)   ``""`` (``tt``)
 GTP      ``A19``          ``T19``          ``A1``           ``pass``
 GO19     (0, 0)           (0, size-1)      (size-1, 0)      (255, 255)
 ======== ================ ================ ================ ==============
 
-GTP columns skip the letter I. SGF ``tt`` means pass on boards up to 19x19.
+The index is a point as a position in an array of ``size*size + 1`` (a policy, the
+dataset's moves and KataGo's best moves): the point itself, the pass last.
+GTP columns skip the letter I. SGF letters run a-z then A-Z (boards up to 52x52);
+``tt`` means pass on boards up to 19x19 and is a point on larger ones.
 """
 
 from __future__ import annotations
@@ -34,10 +38,16 @@ def from_rowcol(row: int, col: int, size: int) -> int:
     return row * size + col
 
 
-def to_rowcol(point: int, size: int) -> tuple[int, int] | None:
-    if point == PASS:
-        return None
-    return divmod(point, size)
+def to_index(point: int, size: int) -> int:
+    """A point (or PASS) to its flat index: the point, ``size * size`` for a pass."""
+    return size * size if point == PASS else point
+
+
+def from_index(index: int, size: int) -> int:
+    """A flat index back to a point; ``size * size`` is PASS."""
+    if not 0 <= index <= size * size:
+        raise CoordinateError(f"index {index} is off a {size}x{size} board")
+    return PASS if index == size * size else index
 
 
 def from_sgf(text: str, size: int) -> int:

@@ -1,8 +1,9 @@
-"""File writes that matter: whole or not at all.
+"""File I/O shared by every job.
 
-A write goes to a temporary file beside its target, is flushed to disk, and is
-renamed over the target (then the folder is synced), so a kill or a full disk at
-any moment leaves either the old file or the new one, never a part.
+Writes that matter are whole or not at all: a write goes to a temporary file beside
+its target, is flushed to disk, and is renamed over the target (then the folder is
+synced), so a kill or a full disk at any moment leaves either the old file or the new
+one, never a part. Reads: JSON manifests and SGF files, with one-line errors.
 """
 
 from __future__ import annotations
@@ -10,14 +11,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
+
+from orchestrator.sgf import SgfGame, Unreadable, read_games
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[BinaryIO]:
+    """A binary file to stream into; it becomes ``path`` only when the block ends
+    without an exception (then flushed, fsynced, renamed, the folder fsynced)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -25,6 +34,30 @@ def atomic_write(path: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    with atomic_writer(path) as fh:
+        fh.write(data)
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line whole or not at all: a full disk can take part of a write, and
+    that part is cut off again before the error goes up (unbuffered, so nothing is left
+    to be flushed after the cut)."""
+    data = memoryview(line.encode())
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -58,3 +91,15 @@ def read_manifest(path: Path, fmt: str, error: type[Exception], what: str) -> di
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
         raise error(f"{path}: not a {fmt} manifest")
     return manifest
+
+
+def read_sgf_file(path: str | os.PathLike[str], *, require_size: int | None = None
+                  ) -> list[SgfGame]:
+    """Every game of an SGF file; raises an :class:`~orchestrator.sgf.SgfError` naming
+    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise Unreadable.from_os_error(exc, os.fspath(path)) from None
+    return read_games(data, require_size=require_size, path=os.fspath(path))

@@ -132,7 +132,7 @@ def _disc(spacing: int, radius: float) -> np.ndarray:
     return np.clip(radius + 0.5 - np.hypot(xs - centre, ys - centre), 0.0, 1.0)
 
 
-def _stones(spacing: int) -> tuple[np.ndarray, np.ndarray]:
+def _stone_sprites(spacing: int) -> tuple[np.ndarray, np.ndarray]:
     """Colour (4, s, s, 3) and coverage (4, s, s) of black, white, and both with the dot."""
     # The disc must stay inside its cell, whose centre pixel sits left of the middle when even.
     radius = min(0.48 * spacing, spacing - spacing // 2 - 0.5)
@@ -218,7 +218,7 @@ def _layout(size: int, px: int) -> _Layout:
     grid = board[origin:origin + span, origin:origin + span]
     cells = grid.reshape(size, spacing, size, spacing, 3).transpose(0, 2, 1, 3, 4)
     cells = cells.reshape(size * size, 1, spacing, spacing, 3)
-    colour, cover = _stones(spacing)
+    colour, cover = _stone_sprites(spacing)
     colour = np.concatenate([np.zeros((1, spacing, spacing, 3)), colour])[None]
     cover = np.concatenate([np.zeros((1, spacing, spacing)), cover])[None, ..., None]
     tiles = np.rint(cells * (1 - cover) + colour * cover).astype(np.uint8)

@@ -22,38 +22,28 @@ import numpy as np
 
 from orchestrator import __version__
 from orchestrator.collect.referee import GameOutcome
-from orchestrator.collect.sgf_record import RECORD_PROP, recorded_game_sgf
-from orchestrator.files import atomic_write
-from orchestrator.rules.board import BLACK, WHITE
-from orchestrator.sgf import SgfError, read_games
+from orchestrator.collect.sgf_record import recorded_game_sgf
+from orchestrator.files import append_line, atomic_write, read_sgf_file
+from orchestrator.recordings import (
+    CORRUPT_DIR,
+    JOURNAL,
+    RUN_FILE,
+    VOID_DIR,
+    WINNER_NAMES,
+    JournalRecord,
+    RecordError,
+    read_journal,
+    record_from_sgf,
+    sgf_name,
+    sgf_paths,
+)
+from orchestrator.sgf import SgfError
 
-JOURNAL = "games.jsonl"
-RUN_FILE = "run.json"
-VOID_DIR = "void"
-WINNER_NAMES = {BLACK: "black", WHITE: "white", 0: "draw", None: None}
+__all__ = ["JOURNAL", "RUN_FILE", "Recorder", "RecordingError", "append_line", "utc_stamp"]
 
 
 class RecordingError(OSError):
     """The recordings folder cannot be written (disk full, permissions)."""
-
-
-def append_line(path: Path, line: str) -> None:
-    """Append one line whole or not at all: a full disk can take part of a write, and
-    that part is cut off again before the error goes up (unbuffered, so nothing is left
-    to be flushed after the cut)."""
-    data = memoryview(line.encode())
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-    try:
-        start = os.fstat(fd).st_size
-        try:
-            while data:
-                data = data[os.write(fd, data):]
-            os.fsync(fd)
-        except OSError:
-            os.ftruncate(fd, start)
-            raise
-    finally:
-        os.close(fd)
 
 
 def utc_stamp(ts: float) -> str:
@@ -76,10 +66,11 @@ def latency_summary(samples: list[float]) -> dict:
     }
 
 
-def journal_record(outcome: GameOutcome, run_id: str, players_meta: dict[str, dict]) -> dict:
+def journal_record(
+    outcome: GameOutcome, run_id: str, players_meta: dict[str, dict]
+) -> JournalRecord:
     spec = outcome.spec
     names = sorted({spec.black, spec.white})
-    sgf_name = f"baduk-{utc_stamp(outcome.finished)}-{outcome.number:05d}.sgf"
     illegal = {
         n: sum(c for r, c in outcome.fallbacks.get(n, {}).items() if r.startswith("illegal:"))
         for n in names
@@ -89,30 +80,30 @@ def journal_record(outcome: GameOutcome, run_id: str, players_meta: dict[str, di
         opening = {
             "id": spec.opening.id, "plies": len(spec.opening.moves), "pair": spec.opening.pair
         }
-    return {
-        "run": run_id,
-        "game": outcome.number,
-        "slot": spec.slot,
-        "sgf": sgf_name,
-        "void": outcome.void,
-        "black": spec.black,
-        "white": spec.white,
-        "players": {n: players_meta.get(n, {}) for n in names},
-        "size": outcome.size,
-        "komi": outcome.komi,
-        "handicap": 0,
-        "result": outcome.result,
-        "winner": WINNER_NAMES[outcome.winner],
-        "reason": outcome.reason,
-        "score": outcome.score,
-        "moves": len(outcome.moves),
-        "opening": opening,
-        "fallbacks": {n: dict(outcome.fallbacks.get(n, {})) for n in names},
-        "illegal": illegal,
-        "latency_ms": {n: latency_summary(outcome.latencies_ms.get(n, [])) for n in names},
-        "started": iso(outcome.started),
-        "finished": iso(outcome.finished),
-    }
+    return JournalRecord(
+        run=run_id,
+        game=outcome.number,
+        slot=spec.slot,
+        sgf=sgf_name(utc_stamp(outcome.finished), outcome.number),
+        void=outcome.void,
+        black=spec.black,
+        white=spec.white,
+        players={n: players_meta.get(n, {}) for n in names},
+        size=outcome.size,
+        komi=outcome.komi,
+        handicap=0,
+        result=outcome.result,
+        winner=WINNER_NAMES[outcome.winner],
+        reason=outcome.reason,
+        score=outcome.score,
+        moves=len(outcome.moves),
+        opening=opening,
+        fallbacks={n: dict(outcome.fallbacks.get(n, {})) for n in names},
+        illegal=illegal,
+        latency_ms={n: latency_summary(outcome.latencies_ms.get(n, [])) for n in names},
+        started=iso(outcome.started),
+        finished=iso(outcome.finished),
+    )
 
 
 @dataclass
@@ -150,18 +141,19 @@ class Recorder:
         atomic_write(self.run_dir / RUN_FILE, (json.dumps(info, indent=2) + "\n").encode())
 
     def save(self, outcome: GameOutcome) -> dict:
-        """Write one finished game; returns its journal record. Raises RecordingError."""
+        """Write one finished game; returns its journal record (as the plain dict the
+        run state counts). Raises RecordingError."""
         record = journal_record(outcome, self.run_id, self.players_meta)
         folder = self.run_dir / VOID_DIR if outcome.void else self.run_dir
         sgf_bytes = recorded_game_sgf(outcome, record, __version__)
         try:
-            atomic_write(folder / record["sgf"], sgf_bytes)
-            append_line(self.journal_path, (json.dumps(record, separators=(",", ":")) + "\n"))
+            atomic_write(folder / record.sgf, sgf_bytes)
+            append_line(self.journal_path, record.to_json() + "\n")
         except OSError as exc:
             raise RecordingError(
                 f"cannot write recordings in {self.run_dir}: {exc.strerror or exc}"
             ) from exc
-        return record
+        return record.as_dict()
 
     def resume(self) -> ResumeReport:
         """Read back what a previous (possibly killed) run left and repair it."""
@@ -169,57 +161,42 @@ class Recorder:
         for tmp in [*self.run_dir.glob(".*.tmp"), *(self.run_dir / VOID_DIR).glob(".*.tmp")]:
             tmp.unlink()
             report.temp_removed += 1
-        on_disk: dict[str, Path] = {}
-        for folder in (self.run_dir, self.run_dir / VOID_DIR):
-            for path in sorted(folder.glob("baduk-*.sgf")):
-                on_disk[path.name] = path
-        by_sgf: dict[str, dict] = {}
-        rewrite = False
-        if self.journal_path.exists():
-            raw = self.journal_path.read_bytes()
-            for line in raw.split(b"\n"):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    name = record["sgf"]
-                except (ValueError, KeyError, TypeError):
-                    rewrite = True  # a line cut short by a kill; its SGF rebuilds it
-                    continue
-                if name not in on_disk:
-                    report.dropped.append(f"game {record.get('game')} ({name})")
-                    rewrite = True
-                elif name not in by_sgf:
-                    by_sgf[name] = record
-                else:
-                    rewrite = True  # a duplicate line: keep the first
-            if raw and not raw.endswith(b"\n"):
+        on_disk = {path.name: path for path in sgf_paths(self.run_dir)}
+        by_sgf: dict[str, JournalRecord] = {}
+        journal = read_journal(self.journal_path)
+        # A cut or unreadable line is rewritten: its SGF rebuilds it below.
+        rewrite = not journal.whole or len(journal.records) < len(journal.lines)
+        for record in journal.records:
+            if record.sgf not in on_disk:
+                report.dropped.append(f"game {record.game} ({record.sgf})")
                 rewrite = True
+            elif record.sgf not in by_sgf:
+                by_sgf[record.sgf] = record
+            else:
+                rewrite = True  # a duplicate line: keep the first
         for name, path in on_disk.items():
             if name in by_sgf:
                 continue
-            record = self._record_from_sgf(path)
-            if record is None:
-                corrupt = self.run_dir / "corrupt"
+            rebuilt = self._record_from_sgf(path)
+            if rebuilt is None:
+                corrupt = self.run_dir / CORRUPT_DIR
                 corrupt.mkdir(exist_ok=True)
                 os.replace(path, corrupt / name)
                 report.quarantined.append(name)
             else:
-                by_sgf[name] = record
+                by_sgf[name] = rebuilt
                 report.rebuilt.append(name)
             rewrite = True
-        report.records = sorted(by_sgf.values(), key=lambda r: r["game"])
+        records = sorted(by_sgf.values(), key=lambda r: r.game)
         if rewrite:
-            data = b"".join(
-                (json.dumps(r, separators=(",", ":")) + "\n").encode() for r in report.records
-            )
-            atomic_write(self.journal_path, data)
+            atomic_write(self.journal_path, "".join(r.to_json() + "\n" for r in records).encode())
+        report.records = [r.as_dict() for r in records]
         return report
 
     @staticmethod
-    def _record_from_sgf(path: Path) -> dict | None:
+    def _record_from_sgf(path: Path) -> JournalRecord | None:
         try:
-            record = json.loads(read_games(path)[0].root_props[RECORD_PROP])
-        except (SgfError, KeyError, ValueError):
+            record = record_from_sgf(read_sgf_file(path)[0])
+        except (SgfError, RecordError):
             return None
-        return record if isinstance(record, dict) and record.get("sgf") == path.name else None
+        return record if record.sgf == path.name else None

@@ -14,6 +14,7 @@ import trio
 from orchestrator.coords import PASS
 from orchestrator.players.base import RESIGN, Player, PlayerError
 from orchestrator.players.heuristic import HeuristicAI
+from orchestrator.recordings import OPENING, fallback_source
 from orchestrator.rules.board import BLACK, WHITE, IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.rules.scoring import result_string
@@ -126,7 +127,7 @@ async def play_game(
         elapsed_ms: float | None = None
         ply = game.move_number
         if ply < len(opening) and game.board.is_legal(color, opening[ply]):
-            point, source = opening[ply], "opening"
+            point, source = opening[ply], OPENING
             game.play(point)
         else:
             opening = ()
@@ -172,7 +173,7 @@ async def play_game(
                     reason = "void"
                     break
                 point = fallback_ai.choose(game.board, color, last_move)
-                source = f"fallback:{failure}"
+                source = fallback_source(failure)
                 game.play(point)
         played.append(PlayedMove(color, point, source, elapsed_ms))
         last_move = None if point == PASS else point

@@ -27,6 +27,7 @@ from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, pl
 from orchestrator.collect.schedule import Schedule
 from orchestrator.collect.state import RunState
 from orchestrator.collect.stopping import sprt_check
+from orchestrator.recordings import read_journal, read_run_file
 from orchestrator.rules.game import Game
 
 # A player so broken that every game is void would otherwise be replayed forever.
@@ -66,7 +67,7 @@ def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool]:
             p for p in options.recordings.glob(f"{name}-*") if (p / RUN_FILE).is_file()
         )
         for run_dir in reversed(candidates):
-            info = json.loads((run_dir / RUN_FILE).read_text())
+            info = read_run_file(run_dir)
             done = _count_done(run_dir)
             if done < info.get("games_target", 0) or options.games and done < options.games:
                 return run_dir, True
@@ -83,16 +84,7 @@ def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool]:
 
 
 def _count_done(run_dir: Path) -> int:
-    journal = run_dir / JOURNAL
-    if not journal.exists():
-        return 0
-    count = 0
-    for line in journal.read_bytes().splitlines():
-        try:
-            count += not json.loads(line)["void"]
-        except (ValueError, KeyError, TypeError):
-            continue
-    return count
+    return sum(not record.void for record in read_journal(run_dir / JOURNAL).records)
 
 
 class Collector:
@@ -251,7 +243,7 @@ async def collect(options: CollectOptions, log=print, dashboard_factory=None) ->
     run_dir, resumed = find_run_dir(options, name)
     target = options.games or matchup.run.games or 0
     if resumed and not target:
-        target = json.loads((run_dir / RUN_FILE).read_text()).get("games_target", 0)
+        target = read_run_file(run_dir).get("games_target", 0)
     if target <= 0:
         raise CollectError("how many games? give --games N (or [run] games = N in the matchup)")
     try:

@@ -16,8 +16,9 @@ from pathlib import Path
 from orchestrator.collect.matchup import Matchup
 from orchestrator.collect.referee import GameSpec, Opening
 from orchestrator.coords import PASS
+from orchestrator.files import read_sgf_file
 from orchestrator.rules.board import BLACK, WHITE, Board, IllegalMove
-from orchestrator.sgf import SgfError, read_games
+from orchestrator.sgf import SgfError
 
 
 class OpeningError(ValueError):
@@ -52,7 +53,7 @@ def load_sgf_openings(folder: Path, size: int, plies: int) -> list[tuple[str, tu
     openings = []
     for path in sorted(p for p in folder.rglob("*") if p.suffix.lower() == ".sgf"):
         try:
-            games = read_games(path)
+            games = read_sgf_file(path)
         except SgfError:
             continue
         for index, sgf_game in enumerate(games):

@@ -9,6 +9,12 @@ import json
 from datetime import UTC, datetime
 
 from orchestrator.collect.referee import GameOutcome
+from orchestrator.recordings import (
+    RECORD_PROP,
+    JournalRecord,
+    fallback_reason,
+    move_origin,
+)
 from orchestrator.sgf import (
     BLACK_PLAYER_PROP,
     END_PROP,
@@ -21,20 +27,19 @@ from orchestrator.sgf import (
     write_sgf,
 )
 
-RECORD_PROP = "GOXIXREC"
 RULES = "Chinese"  # area scoring, suicide forbidden; the referee adds positional superko
 
 
 def _comment(source: str | None, name: str) -> str | None:
+    """The human-readable ``C[]`` beside a move's source mark."""
     if source is None:
         return None
-    if source == "opening":
+    if move_origin(source) == "opening":
         return "opening move (not the player's own)"
-    reason = source.removeprefix("fallback:")
-    return f"fallback: {name} {reason}; the heuristic AI played this move"
+    return f"fallback: {name} {fallback_reason(source)}; the heuristic AI played this move"
 
 
-def recorded_game_sgf(outcome: GameOutcome, record: dict, version: str) -> bytes:
+def recorded_game_sgf(outcome: GameOutcome, record: JournalRecord, version: str) -> bytes:
     spec = outcome.spec
     names = {1: spec.black, 2: spec.white}
     moves = tuple(
@@ -42,12 +47,12 @@ def recorded_game_sgf(outcome: GameOutcome, record: dict, version: str) -> bytes
         for m in outcome.moves
     )
     extra = {
-        RUN_PROP: record["run"],
-        GAME_PROP: str(record["game"]),
-        END_PROP: record["reason"],
-        BLACK_PLAYER_PROP: json.dumps(record["players"][spec.black], separators=(",", ":")),
-        WHITE_PLAYER_PROP: json.dumps(record["players"][spec.white], separators=(",", ":")),
-        RECORD_PROP: json.dumps(record, separators=(",", ":")),
+        RUN_PROP: record.run,
+        GAME_PROP: str(record.game),
+        END_PROP: record.reason,
+        BLACK_PLAYER_PROP: json.dumps(record.players[spec.black], separators=(",", ":")),
+        WHITE_PLAYER_PROP: json.dumps(record.players[spec.white], separators=(",", ":")),
+        RECORD_PROP: record.to_json(),
     }
     if outcome.void:
         extra[VOID_PROP] = "1"
@@ -59,7 +64,7 @@ def recorded_game_sgf(outcome: GameOutcome, record: dict, version: str) -> bytes
         black_name=spec.black,
         white_name=spec.white,
         date=datetime.fromtimestamp(outcome.started, UTC).strftime("%Y-%m-%d"),
-        root_props={"AP": f"go19:{version}", "GN": f"{record['run']} #{record['game']}"},
+        root_props={"AP": f"go19:{version}", "GN": f"{record.run} #{record.game}"},
         moves=moves,
     )
     return write_sgf(game, extra)

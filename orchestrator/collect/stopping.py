@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.ratings import elo as elo_math
-from orchestrator.ratings.outcomes import GameOutcome, pentanomial_from_games, split_by_colour
 from orchestrator.ratings.sprt import sprt
+from orchestrator.recordings import JournalRecord, head_to_head, rated_games
 
 
 @dataclass(frozen=True)
@@ -17,27 +17,14 @@ class SprtVerdict:
     line: str
 
 
-def outcomes(records: list[dict]) -> list[GameOutcome]:
-    """Rated games only: not void, two distinct players, a result."""
-    games = []
-    for r in records:
-        if r["void"] or r["black"] == r["white"] or r["winner"] is None:
-            continue
-        pair = (r["run"], r["opening"]["pair"]) if r.get("opening") and r["opening"].get(
-            "pair") is not None else None
-        games.append(GameOutcome(r["black"], r["white"], r["winner"], pair))
-    return games
-
-
-def head_to_head(records: list[dict], player: str, opponent: str) -> elo_math.Counts:
-    games = outcomes(records)
-    if any(g.pair is not None for g in games):
-        return pentanomial_from_games(games, player, opponent)
-    return split_by_colour(games, player, opponent).overall
+def _counts(records: list[dict], player: str, opponent: str) -> elo_math.Counts:
+    """The run state keeps journal records as dicts (what ``Recorder.save`` returns)."""
+    games = rated_games(JournalRecord.model_validate(r) for r in records)
+    return head_to_head(games, player, opponent)
 
 
 def elo_line(records: list[dict], player: str, opponent: str) -> str:
-    counts = head_to_head(records, player, opponent)
+    counts = _counts(records, player, opponent)
     est = elo_math.estimate(counts)
     if est.elo is None:
         return f"{player} vs {opponent}: no rated games yet"
@@ -49,7 +36,7 @@ def elo_line(records: list[dict], player: str, opponent: str) -> str:
 
 
 def sprt_check(records: list[dict], player: str, opponent: str, config) -> SprtVerdict:
-    counts = head_to_head(records, player, opponent)
+    counts = _counts(records, player, opponent)
     result = sprt(counts, config.elo0, config.elo1, config.alpha, config.beta, config.model)
     line = (
         f"{player} vs {opponent} [{config.elo0:g}, {config.elo1:g}]: "

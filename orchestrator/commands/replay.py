@@ -12,7 +12,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from orchestrator.sgf import SgfError, SgfGame, read_games, replay
+from orchestrator.files import read_sgf_file
+from orchestrator.rules.replay import replay
+from orchestrator.sgf import SgfError, SgfGame
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +49,7 @@ def sgf_files(paths: list[Path]) -> Iterator[Path]:
 def check_file(path: Path, require_size: int | None) -> list[dict]:
     """One record per game in the file, or a single record when it cannot be read."""
     try:
-        games = read_games(path, require_size=require_size)
+        games = read_sgf_file(path, require_size=require_size)
     except SgfError as exc:
         return [_record(path, None, None, exc)]
     records = []

@@ -50,10 +50,11 @@ from typing import Protocol
 import numpy as np
 
 from orchestrator import __version__
+from orchestrator.coords import PASS, to_index
 from orchestrator.dataset.dedup import SeenPositions
 from orchestrator.dataset.samples import (
-    AREA,
     ORIGIN_NAMES,
+    SIZE,
     GameRead,
     Positions,
     read_file,
@@ -68,7 +69,8 @@ from orchestrator.dataset.shards import (
     ShardWriter,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
-from orchestrator.files import atomic_write, sha256_file
+from orchestrator.files import atomic_write, fsync_dir, sha256_file
+from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
 
 SHARD_SIZE = 1 << 16
@@ -234,7 +236,7 @@ class _Builder:
             counts.skipped[reason or status] += 1
         if status == "ok":
             counts.games_kept += 1
-            counts.winners[("unknown", "black", "white")[game.winner]] += 1
+            counts.winners[WINNER_NAMES[game.winner] if game.winner else "unknown"] += 1
             counts.provenance["known source" if prov.source else "unknown source"] += 1
             counts.provenance["known licence" if prov.licence else "unknown licence"] += 1
             samples = self._samples(game)
@@ -340,8 +342,33 @@ def _publish(partial: Path, out: Path) -> None:
     elif out.exists():
         out.rmdir()
     os.replace(partial, out)
+    fsync_dir(out.parent)  # the rename is what publishes the dataset: make it durable
     if old is not None:
         shutil.rmtree(old)
+
+
+def _manifest(builder: _Builder, folder: Path, inputs: list[Path],
+              provenance: str | os.PathLike[str] | None, options: BuildOptions,
+              join: Join | None) -> dict:
+    """``manifest.json`` of a finished build (the caller adds ``build`` and ``labels``)."""
+    return {
+        "format": FORMAT,
+        "go19_version": __version__,
+        "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "inputs": [str(p) for p in inputs],
+        "provenance_manifest": str(provenance) if provenance is not None else None,
+        "options": dataclasses.asdict(options),
+        "pass_move": to_index(PASS, SIZE),
+        "fields": {name: {"dtype": dtype.name, "shape": list(shape)} for name, (
+            dtype, shape) in {**FIELDS, **(join.fields if join else {})}.items()},
+        "counts": builder.counts.as_dict(),
+        "dedup": {"enabled": options.dedup,
+                  "key": "64-bit Zobrist hash of stones ^ key(side to move, ko point)",
+                  "index_bytes": builder.seen.nbytes if builder.seen is not None else 0},
+        "games": {"file": GAMES, "rows": builder.rows,
+                  "sha256": sha256_file(folder / GAMES)},
+        "shards": builder.writer.shards,
+    }
 
 
 def build(
@@ -380,25 +407,9 @@ def build(
             if progress is not None and n % 1000 == 0:
                 progress(builder.counts)
         builder.finish()
-        manifest = {
-            "format": FORMAT,
-            "go19_version": __version__,
-            "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "inputs": [str(p) for p in inputs],
-            "provenance_manifest": str(provenance) if provenance is not None else None,
-            "options": dataclasses.asdict(options),
-            "pass_move": AREA,
-            "fields": {name: {"dtype": dtype.name, "shape": list(shape)} for name, (
-                dtype, shape) in {**FIELDS, **(join.fields if join else {})}.items()},
-            "counts": builder.counts.as_dict(),
-            "dedup": {"enabled": options.dedup,
-                      "key": "64-bit Zobrist hash of stones ^ key(side to move, ko point)",
-                      "index_bytes": builder.seen.nbytes if builder.seen is not None else 0},
-            "games": {"file": GAMES, "rows": builder.rows,
-                      "sha256": sha256_file(partial / GAMES)},
-            "shards": builder.writer.shards,
-            "build": {"workers": workers, "seconds": round(time.monotonic() - started, 3)},
-        }
+        manifest = _manifest(builder, partial, inputs, provenance, options, join)
+        manifest["build"] = {"workers": workers,
+                             "seconds": round(time.monotonic() - started, 3)}
         if join is not None:
             manifest["labels"] = join.summary()
         atomic_write(partial / MANIFEST,

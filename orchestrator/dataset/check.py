@@ -21,8 +21,8 @@ from sgfmill import boards as sgfmill_boards
 from sgfmill import sgf as sgfmill_sgf
 from sgfmill import sgf_grammar
 
-from orchestrator.coords import to_gtp
-from orchestrator.dataset.samples import AREA, SIZE
+from orchestrator.coords import PASS, from_index, from_rowcol, to_gtp, to_index
+from orchestrator.dataset.samples import SIZE
 from orchestrator.dataset.shards import load_games, read_manifest, read_shard
 from orchestrator.render import caption, contact_sheet, mark, render_image
 
@@ -83,7 +83,7 @@ def draw(folder: str | Path, count: int, seed: int) -> list[Drawn]:
 def _sgfmill_position(data: bytes, game_index: int, move_number: int
                       ) -> tuple[np.ndarray, int, int]:
     """sgfmill's board before move ``move_number`` of the game's main line, the
-    colour to play and the move (a point, AREA for a pass). Raises ValueError."""
+    colour to play and the move (a coords index). Raises ValueError."""
     trees = sgf_grammar.parse_sgf_collection(data)
     if game_index >= len(trees):
         raise ValueError(f"sgfmill finds {len(trees)} games, not game {game_index + 1}")
@@ -109,15 +109,16 @@ def _sgfmill_position(data: bytes, game_index: int, move_number: int
                 stones = np.zeros((size, size), np.uint8)
                 for colour_there, (row, col) in board.list_occupied_points():
                     stones[size - 1 - row, col] = _COLOURS[colour_there]
-                point = AREA if rc is None else (size - 1 - rc[0]) * size + rc[1]
-                return stones, _COLOURS[colour], point
+                # sgfmill counts rows from the bottom.
+                point = PASS if rc is None else from_rowcol(size - 1 - rc[0], rc[1], size)
+                return stones, _COLOURS[colour], to_index(point, size)
             if rc is not None:
                 board.play(rc[0], rc[1], colour)
     raise ValueError(f"sgfmill's main line has {number} moves, fewer than {move_number}")
 
 
-def _gtp(point: int) -> str:
-    return "pass" if point == AREA else to_gtp(point, SIZE)
+def _gtp(index: int) -> str:
+    return to_gtp(from_index(index, SIZE), SIZE)
 
 
 def check_sample(sample: Drawn) -> Checked:
@@ -164,7 +165,7 @@ def picture(checked: Checked) -> np.ndarray:
     """The sample's board as the VLM sees it, the target crossed out in blue, captioned."""
     sample = checked.sample
     image = render_image(sample.board, None, SHEET_PX)
-    if sample.move != AREA:
+    if from_index(sample.move, SIZE) != PASS:
         image = mark(image, sample.move, SIZE, MARK_COLOUR, cross=True)
     text = (f"{_where(sample.game, 44)}\nmove {sample.move_number}, "
             f"{_NAMES[sample.to_play]} to play, target {_gtp(sample.move)}\n"

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from orchestrator.coords import PASS
-from orchestrator.dataset.samples import _SIDE_KO, AREA, SIZE, Positions, _positions, origin_of
-from orchestrator.rules.board import neighbours_table, zobrist_table
+from orchestrator.dataset.samples import AREA, SIZE, Positions, _positions, origin_of
+from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
 from orchestrator.sgf import Setup, SgfGame, SgfMove
 
 try:
@@ -47,7 +47,7 @@ _source = attrgetter("source")
 def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Zobrist keys (3, AREA) as the rules board's, side/ko keys, neighbours (-1 padded)."""
     zob = np.array(zobrist_table(SIZE), dtype=np.uint64)
-    side_ko = np.array(_SIDE_KO, dtype=np.uint64)
+    side_ko = np.array(side_ko_table(SIZE), dtype=np.uint64)
     adj = np.full((AREA, 4), -1, np.int16)
     for p, qs in enumerate(neighbours_table(SIZE)):
         adj[p, :len(qs)] = qs

@@ -1,7 +1,7 @@
 """One SGF file in, every game's positions out: the part of a build that runs in workers.
 
-A game is read with :func:`orchestrator.sgf.read_games` and replayed with
-:func:`orchestrator.sgf.replay_positions`, the code ``go19 replay`` runs, so a game
+A game is read with :func:`orchestrator.files.read_sgf_file` and replayed with
+:func:`orchestrator.rules.replay.replay_positions`, the code ``go19 replay`` runs, so a game
 is rejected here exactly when ``go19 replay --require-19`` rejects it and for the same
 reason (:attr:`SgfError.kind`). Every move of a game that replays to the end becomes
 one row of :class:`Positions`; choosing which rows become samples happens later, in
@@ -15,17 +15,18 @@ groups' liberties before the move, and builds the arrays once per game.
 from __future__ import annotations
 
 import json
-import random
-import re
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from orchestrator.coords import PASS
+from orchestrator.coords import PASS, to_index
+from orchestrator.files import read_sgf_file
+from orchestrator.recordings import MoveOrigin, move_origin
 from orchestrator.rules import IllegalMove
-from orchestrator.rules.board import neighbours_table
+from orchestrator.rules.board import Board, neighbours_table
+from orchestrator.rules.replay import replay_positions
 from orchestrator.rules.tactics import Tactics, classify
 from orchestrator.sgf import (
     BLACK_PLAYER_PROP,
@@ -35,8 +36,6 @@ from orchestrator.sgf import (
     WHITE_PLAYER_PROP,
     SgfError,
     SgfGame,
-    read_games,
-    replay_positions,
 )
 
 SIZE = 19
@@ -45,20 +44,10 @@ MAX_MOVE_NUMBER = np.iinfo(np.int16).max
 
 # Where a move came from (SgfMove.source): the player's own policy, or not.
 POLICY, OPENING, FALLBACK = 0, 1, 2
-ORIGIN_NAMES = {OPENING: "opening", FALLBACK: "fallback"}
+_ORIGIN_CODES: dict[MoveOrigin, int] = {"own": POLICY, "opening": OPENING, "fallback": FALLBACK}
+ORIGIN_NAMES = {code: name for name, code in _ORIGIN_CODES.items() if code != POLICY}
 
 _CAPTURE, _ATARI, _ESCAPE = int(Tactics.CAPTURE), int(Tactics.ATARI), int(Tactics.ESCAPE)
-
-
-def _side_ko_keys() -> tuple[int, ...]:
-    """Random 64-bit keys per (side to move, ko point + 1), XORed into the board's
-    Zobrist hash: two positions share a key only if stones, side and ko all match
-    (or with probability 2**-64). Fixed seed: keys must agree across processes and runs."""
-    rng = random.Random(0x19_DA7A)
-    return tuple(rng.getrandbits(64) for _ in range(3 * (AREA + 1)))
-
-
-_SIDE_KO = _side_ko_keys()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +56,12 @@ class Positions:
 
     board: np.ndarray  # uint8 (n, 19, 19): 0 empty, 1 black, 2 white, row 0 at the top
     to_play: np.ndarray  # uint8 (n,): 1 black, 2 white
-    move: np.ndarray  # int16 (n,): row * 19 + col, PASS_MOVE for a pass
+    move: np.ndarray  # int16 (n,): coords index, row * 19 + col, 361 for a pass
     move_number: np.ndarray  # int32 (n,): 1-based (int16 in the shards)
     ko: np.ndarray  # int16 (n,): the board's ko point, -1 for none
     tactical: np.ndarray  # uint8 (n,): Tactics bits of the move
     origin: np.ndarray  # uint8 (n,): POLICY, OPENING or FALLBACK
-    key: np.ndarray  # uint64 (n,): dedup key of (stones, side to move, ko point)
+    key: np.ndarray  # uint64 (n,): Board.position_key (stones, side to move, ko point)
 
     def __len__(self) -> int:
         return len(self.move)
@@ -97,7 +86,9 @@ class GameRead:
     black: str = ""
     white: str = ""
     result: str = ""
-    winner: int = 0  # 1 black, 2 white, 0 draw or unknown
+    winner: int = 0  # 1 black, 2 white, 0 draw or unknown (SgfGame.winner)
+    komi: float = 0.0
+    setup_at: tuple[int, ...] = ()  # before_move of each setup (AB/AW/AE) on the main line
     moves: int = 0
     run: str | None = None
     game: str | None = None
@@ -105,22 +96,39 @@ class GameRead:
     positions: Positions | None = None
 
 
-_WINNER_RE = re.compile(r"\s*([BW])\s*\+", re.I)
-
-
-def winner_of(result: str) -> int:
-    """1 or 2 from ``RE`` values like ``B+R``, ``W+3.5``, ``B+Time``; 0 for a draw,
-    no result, or anything that does not name a winner with ``+``."""
-    match = _WINNER_RE.match(result)
-    if match is None:
-        return 0
-    return 1 if match.group(1).upper() == "B" else 2
-
-
 def origin_of(source: str | None) -> int:
-    if source is None:
-        return POLICY
-    return OPENING if source == "opening" else FALLBACK
+    return _ORIGIN_CODES[move_origin(source)]
+
+
+def _place(board: Board, mirror: bytearray, around: tuple[int, ...], color: int,
+           point: int) -> int:
+    """Put the move on the mirror (its stone down, opponent groups in atari off) and
+    return its tactics bits, from the rules board as it is before the move."""
+    bits = 0
+    stones = board.stones
+    own_in_atari = False
+    mirror[point] = color
+    for q in around:
+        s = stones[q]
+        if not s:
+            continue
+        group = board.group_at(q)
+        liberties = len(group.liberties)
+        if s != color:
+            if liberties == 1:
+                bits |= _CAPTURE
+                for stone in group.stones:
+                    mirror[stone] = 0
+            elif liberties == 2:
+                bits |= _ATARI
+        elif liberties == 1:
+            own_in_atari = True
+    if own_in_atari:
+        try:
+            bits |= int(classify(board, color, point)) & _ESCAPE
+        except IllegalMove:
+            pass  # the replay rejects the move next; nothing of this game is kept
+    return bits
 
 
 def _positions(game: SgfGame) -> Positions:
@@ -135,7 +143,6 @@ def _positions(game: SgfGame) -> Positions:
     stones resync the mirror; after the last move it must equal the rules board.
     """
     adj = neighbours_table(SIZE)
-    side_ko = _SIDE_KO
     resync = {setup.before_move + 1 for setup in game.setup}
     mirror = bytearray(AREA)
     boards = bytearray()
@@ -149,34 +156,9 @@ def _positions(game: SgfGame) -> Positions:
             mirror[:] = bytes(board.stones)
         boards += mirror
         color, point = played.color, played.point
-        ko_point = -1 if board.ko_point is None else board.ko_point
-        ko.append(ko_point)
-        keys.append(board.hash ^ side_ko[color * (AREA + 1) + ko_point + 1])
-        bits = 0
-        if point != PASS:
-            stones = board.stones
-            own_in_atari = False
-            mirror[point] = color
-            for q in adj[point]:
-                s = stones[q]
-                if not s:
-                    continue
-                group = board.group_at(q)
-                liberties = len(group.liberties)
-                if s != color:
-                    if liberties == 1:
-                        bits |= _CAPTURE
-                        for stone in group.stones:
-                            mirror[stone] = 0
-                    elif liberties == 2:
-                        bits |= _ATARI
-                elif liberties == 1:
-                    own_in_atari = True
-            if own_in_atari:
-                try:
-                    bits |= int(classify(board, color, point)) & _ESCAPE
-                except IllegalMove:
-                    pass  # the replay rejects the move next; nothing of this game is kept
+        ko.append(-1 if board.ko_point is None else board.ko_point)
+        keys.append(board.position_key(color))
+        bits = 0 if point == PASS else _place(board, mirror, adj[point], color, point)
         tactical.append(bits)
     n = len(ko)
     if live is not None and all(s.before_move < n for s in game.setup) \
@@ -186,7 +168,7 @@ def _positions(game: SgfGame) -> Positions:
     return Positions(
         board=np.frombuffer(bytes(boards), np.uint8).reshape(n, SIZE, SIZE),
         to_play=np.array([m.color for m in moves], np.uint8),
-        move=np.array([AREA if m.point == PASS else m.point for m in moves], np.int16),
+        move=np.array([to_index(m.point, SIZE) for m in moves], np.int16),
         move_number=np.arange(1, n + 1, dtype=np.int32),
         ko=np.frombuffer(ko, np.int16),
         tactical=np.frombuffer(tactical, np.uint8),
@@ -213,9 +195,9 @@ def _game_read(path: str, game: SgfGame) -> GameRead:
                    "white": _metadata(props.get(WHITE_PLAYER_PROP))}
     common = dict(
         path=path, game_index=game.game_index, sha1=game.sha1, black=game.black_name,
-        white=game.white_name, result=game.result, winner=winner_of(game.result),
-        moves=len(game.moves), run=props.get(RUN_PROP), game=props.get(GAME_PROP),
-        players=players,
+        white=game.white_name, result=game.result, winner=game.winner, komi=game.komi,
+        setup_at=tuple(s.before_move for s in game.setup), moves=len(game.moves),
+        run=props.get(RUN_PROP), game=props.get(GAME_PROP), players=players,
     )
     if props.get(VOID_PROP, "").strip() not in ("", "0"):
         return GameRead(status="void", **common)
@@ -236,7 +218,7 @@ def read_file(path: str | Path) -> list[GameRead]:
     rejected entry with the reason ``go19 replay --require-19`` gives."""
     path = str(path)
     try:
-        games = read_games(path, require_size=SIZE)
+        games = read_sgf_file(path, require_size=SIZE)
     except SgfError as exc:
         return [GameRead(path=path, game_index=None, status="rejected", reason=exc.kind,
                          detail=exc.reason, at_move=getattr(exc, "move", None))]

@@ -9,19 +9,16 @@ sizes and hashes), ``games.jsonl`` (the game table: line ``i`` describes game
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
-import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from orchestrator import npz_shards
 from orchestrator.dataset.samples import SIZE, Positions
 from orchestrator.files import read_manifest as read_json_manifest
-from orchestrator.files import sha256_file
 
 MANIFEST = "manifest.json"
 GAMES = "games.jsonl"
@@ -93,21 +90,14 @@ class ShardWriter:
         """Write the rows gathered so far as one shard (nothing if there are none)."""
         if not self._n:
             return
-        path = self.folder / f"shard-{len(self.shards):05d}.npz"
-        tmp = path.with_name(f".{path.name}.tmp")
-        method = zipfile.ZIP_DEFLATED if self.compress else zipfile.ZIP_STORED
-        with open(tmp, "wb") as fh:
-            # np.savez_compressed, but at DEFLATE_LEVEL rather than zlib's default 6.
-            with zipfile.ZipFile(fh, "w", method, compresslevel=DEFLATE_LEVEL) as npz:
-                for name, rows in self._rows.items():
-                    with npz.open(f"{name}.npy", "w", force_zip64=True) as out:
-                        np.lib.format.write_array(out, rows[:self._n], allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        name = f"shard-{len(self.shards):05d}.npz"
+        # np.savez_compressed, but at DEFLATE_LEVEL rather than zlib's default 6.
+        written = npz_shards.write_shard(
+            self.folder / name, {key: rows[:self._n] for key, rows in self._rows.items()},
+            DEFLATE_LEVEL if self.compress else None,
+        )
         self.shards.append({
-            "file": path.name, "samples": self._n, "bytes": path.stat().st_size,
-            "sha256": sha256_file(path),
+            "file": name, "samples": self._n, "bytes": written.bytes, "sha256": written.sha256,
         })
         self._n = 0
 
@@ -120,8 +110,9 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict:
     manifest = read_json_manifest(path, FORMAT, DatasetError, "a go19 dataset")
     entries = manifest.get("shards")
     games = manifest.get("games")
-    if not isinstance(entries, list) or not all(_entry_ok(e, _SHARD_KEYS) for e in entries) \
-            or not _entry_ok(games, _GAMES_KEYS):
+    if not isinstance(entries, list) \
+            or not all(npz_shards.entry_ok(e, _SHARD_KEYS) for e in entries) \
+            or not npz_shards.entry_ok(games, _GAMES_KEYS):
         raise DatasetError(f"{path}: shard list or game table entry missing or malformed")
     _fields(manifest, path)
     return manifest
@@ -129,12 +120,6 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict:
 
 _SHARD_KEYS = {"file": str, "samples": int, "bytes": int, "sha256": str}
 _GAMES_KEYS = {"file": str, "sha256": str}
-
-
-def _entry_ok(entry: object, keys: dict[str, type]) -> bool:
-    return isinstance(entry, dict) and all(
-        isinstance(entry.get(name), kind) for name, kind in keys.items()
-    ) and "/" not in entry["file"] and not entry["file"].startswith(".")
 
 
 def _fields(manifest: dict, path: Path) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
@@ -149,35 +134,13 @@ def _fields(manifest: dict, path: Path) -> dict[str, tuple[np.dtype, tuple[int, 
     return fields
 
 
-def _verified_bytes(path: Path, expected: str, size: int | None = None) -> bytes:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if (size is not None and len(data) != size) or hashlib.sha256(data).hexdigest() != expected:
-        raise DatasetError(f"{path}: sha256 does not match the manifest (corrupt or changed)")
-    return data
-
-
 def read_shard(folder: str | os.PathLike[str], manifest: dict, entry: dict
                ) -> dict[str, np.ndarray]:
     """One shard's arrays, every field of the manifest, from its entry in the
     manifest's shard list, after checking its size and sha256."""
-    path = Path(folder) / entry["file"]
     fields = _fields(manifest, Path(folder) / MANIFEST)
-    data = _verified_bytes(path, entry["sha256"], entry["bytes"])
-    samples = entry["samples"]
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in fields if name in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise DatasetError(f"{path}: not a readable .npz: {exc}") from None
-    for name, (dtype, shape) in fields.items():
-        array = arrays.get(name)
-        if array is None or array.dtype != dtype or array.shape != (samples, *shape):
-            raise DatasetError(f"{path}: field {name!r} missing or not {dtype} "
-                               f"{(samples, *shape)}")
-    return arrays
+    return npz_shards.read_shard(Path(folder) / entry["file"], entry, entry["samples"], fields,
+                                 DatasetError, "the manifest")
 
 
 def iter_shards(folder: str | os.PathLike[str]) -> Iterator[dict[str, np.ndarray]]:
@@ -206,5 +169,5 @@ def load_games(folder: str | os.PathLike[str]) -> list[dict]:
     folder = Path(folder)
     entry = read_manifest(folder)["games"]
     path = folder / entry["file"]
-    data = _verified_bytes(path, entry["sha256"])
+    data = npz_shards.verified_bytes(path, entry["sha256"], DatasetError, "the manifest")
     return [json.loads(line) for line in data.decode("utf-8").splitlines()]

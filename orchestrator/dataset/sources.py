@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.dataset.shards import DatasetError
-
-VOID_FOLDER = "void"
+from orchestrator.recordings import VOID_DIR
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +41,9 @@ def find_sgf_files(inputs: list[Path]) -> tuple[list[Path], int]:
         if path.is_dir():
             found = sorted(p for p in path.rglob("*")
                            if p.suffix.lower() == ".sgf" and p.is_file())
-            in_void = [VOID_FOLDER in p.relative_to(path).parts[:-1] for p in found]
+            in_void = [VOID_DIR in p.relative_to(path).parts[:-1] for p in found]
         elif path.exists():
-            found, in_void = [path], [path.resolve().parent.name == VOID_FOLDER]
+            found, in_void = [path], [path.resolve().parent.name == VOID_DIR]
         else:
             raise DatasetError(f"{path}: no such file or folder")
         for file, skip in zip(found, in_void, strict=True):

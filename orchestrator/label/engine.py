@@ -6,25 +6,14 @@ waits for it, since KataGo answers out of order; another keeps the last lines of
 error messages. Queries take no timeout: wrap them in ``trio.fail_after``. A cancelled
 query asks KataGo to drop its remaining turns and ignores their late answers.
 
-Coordinates and perspective, as this module reports them:
-
-- moves go out as GTP vertices (``coords.to_gtp``) or ``"pass"``; moves that come back
-  (``MoveInfo.move``, ``pv``) are go19 points, ``PASS`` for a pass;
-- ``policy`` has ``size * size + 1`` values; index ``point`` is that point (row-major from
-  A19, row 0 at the top, exactly go19's point numbering) and the last value is the pass;
-  ``-1`` marks an illegal point; the legal values sum to 1;
-- ``ownership`` has ``size * size`` values, +1 Black's, -1 White's;
-- winrate and scoreLead are Black's (the config says ``reportAnalysisWinratesAs = BLACK``),
-  whoever is to move;
-- at ``maxVisits = 1`` KataGo evaluates the position only: ``move_infos`` is empty and
-  ``best_move`` is the policy's top point.
+Queries and answers (what they hold, coordinates, perspective) are
+:mod:`orchestrator.label.analysis`, which this module re-exports.
 
 Errors: a query KataGo rejects raises :class:`KataGoQueryError` in that query only, and
 the engine goes on; a warning KataGo attaches to a query lands in each of its responses'
 ``warnings``. If the process exits (or says something that is not JSON, and is stopped)
 every outstanding and later query raises :class:`KataGoDied`.
 """
-
 from __future__ import annotations
 
 import json
@@ -37,169 +26,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import trio
 
-from orchestrator.coords import PASS, from_gtp, to_gtp
-from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.label.analysis import (
+    GO19_RULES,
+    AnalysisResponse,
+    KataGoDied,
+    KataGoError,
+    KataGoQueryError,
+    MoveInfo,
+    game_query,
+    parse_response,
+)
 from orchestrator.rules.game import Move
 
-# go19's referee rules: area scoring, positional superko, no suicide, komi taken as given.
-# (KataGo's "tromp-taylor" shorthand would allow multi-stone suicide.)
-GO19_RULES: Mapping[str, Any] = {
-    "ko": "POSITIONAL",
-    "scoring": "AREA",
-    "tax": "NONE",
-    "suicide": False,
-    "hasButton": False,
-    "whiteHandicapBonus": "0",
-}
+__all__ = [
+    "GO19_RULES", "AnalysisResponse", "KataGoDied", "KataGoEngine", "KataGoError",
+    "KataGoQueryError", "MoveInfo", "game_query", "open_katago", "parse_response",
+]
+
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one answer with policy and ownership is ~20 kB
 _STDERR_LINES = 20
-_COLOR_LETTERS = {BLACK: "B", WHITE: "W"}
-
-
-class KataGoError(Exception):
-    """Anything that went wrong talking to KataGo."""
-
-
-class KataGoDied(KataGoError):
-    """The engine is gone: the process exited, or was stopped after unreadable output."""
-
-
-class KataGoQueryError(KataGoError):
-    """KataGo rejected one query (``{"error": ..., "id": ...}``); the engine goes on."""
-
-    def __init__(self, message: str, field: str | None, query_id: str) -> None:
-        where = f" (field {field})" if field else ""
-        super().__init__(f"KataGo rejected query {query_id}{where}: {message}")
-        self.message = message
-        self.field = field
-        self.query_id = query_id
-
-
-@dataclass(frozen=True, slots=True)
-class MoveInfo:
-    move: int  # go19 point, PASS for a pass
-    order: int  # KataGo's ranking, 0 = best
-    visits: int
-    winrate: float  # Black's
-    score_lead: float  # Black's lead in points
-    prior: float
-    pv: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AnalysisResponse:
-    id: str
-    turn: int
-    size: int
-    move_infos: tuple[MoveInfo, ...]  # sorted by order: move_infos[0] is the best move
-    winrate: float | None  # root (the position itself), Black's
-    score_lead: float | None
-    visits: int
-    policy: np.ndarray | None  # size*size+1 floats, index = go19 point, last = pass, -1 illegal
-    ownership: np.ndarray | None  # size*size floats in [-1, 1], +1 = Black's
-    warnings: tuple[str, ...] = ()
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)  # less policy/ownership
-
-    @property
-    def best_move(self) -> int:
-        """KataGo's choice: ``moveInfos`` order 0 or, at one visit (KataGo then searches no
-        move and reports none), the raw policy's top point."""
-        if self.move_infos:
-            return self.move_infos[0].move
-        if self.policy is None:
-            raise ValueError(f"query {self.id} turn {self.turn}: no moves and no policy")
-        index = int(np.argmax(self.policy))
-        return PASS if index == self.size * self.size else index
-
-    def policy_of(self, point: int) -> float:
-        """The raw policy of a point (or PASS); -1 for an illegal point."""
-        if self.policy is None:
-            raise ValueError(f"query {self.id} was sent without includePolicy")
-        return float(self.policy[self.size * self.size if point == PASS else point])
-
-
-def _parse_move_info(info: Mapping[str, Any], size: int) -> MoveInfo:
-    return MoveInfo(
-        move=from_gtp(info["move"], size),
-        order=int(info["order"]),
-        visits=int(info["visits"]),
-        winrate=float(info["winrate"]),
-        score_lead=float(info["scoreLead"]),
-        prior=float(info["prior"]),
-        pv=tuple(from_gtp(v, size) for v in info.get("pv", ())),
-    )
-
-
-def parse_response(
-    msg: Mapping[str, Any], size: int, warnings: Sequence[str] = ()
-) -> AnalysisResponse:
-    """One analysis answer, with KataGo's GTP vertices turned into go19 points."""
-    root = msg.get("rootInfo", {})
-    infos = sorted((_parse_move_info(i, size) for i in msg.get("moveInfos", ())),
-                   key=lambda m: m.order)
-    policy = msg.get("policy")
-    ownership = msg.get("ownership")
-    return AnalysisResponse(
-        id=str(msg["id"]),
-        turn=int(msg["turnNumber"]),
-        size=size,
-        move_infos=tuple(infos),
-        winrate=float(root["winrate"]) if "winrate" in root else None,
-        score_lead=float(root["scoreLead"]) if "scoreLead" in root else None,
-        visits=int(root.get("visits", 0)),
-        policy=None if policy is None else np.asarray(policy, dtype=np.float64),
-        ownership=None if ownership is None else np.asarray(ownership, dtype=np.float64),
-        warnings=tuple(warnings),
-        raw={k: v for k, v in msg.items() if k not in ("policy", "ownership")},
-    )
-
-
-def _letter(color: int) -> str:
-    if color not in _COLOR_LETTERS:
-        raise ValueError(f"color {color!r} is neither BLACK ({BLACK}) nor WHITE ({WHITE})")
-    return _COLOR_LETTERS[color]
-
-
-def _stones(moves: Sequence[Move], size: int) -> list[list[str]]:
-    return [[_letter(m.color), to_gtp(m.point, size)] for m in moves]
-
-
-def game_query(
-    moves: Sequence[Move],
-    *,
-    komi: float,
-    size: int = 19,
-    initial_stones: Sequence[Move] = (),
-    initial_player: int | None = None,
-    rules: str | Mapping[str, Any] = GO19_RULES,
-    analyze_turns: Sequence[int] | None = None,
-    max_visits: int = 1,
-    include_policy: bool = True,
-    include_ownership: bool = False,
-    priority: int = 0,
-) -> dict[str, Any]:
-    """The analysis query (without ``id``) for a game; ``analyze_turns=None`` means every
-    turn, 0 (before the first move) to ``len(moves)`` (after the last)."""
-    turns = range(len(moves) + 1) if analyze_turns is None else analyze_turns
-    query: dict[str, Any] = {
-        "moves": _stones(moves, size),
-        "initialStones": _stones(initial_stones, size),
-        "rules": rules if isinstance(rules, str) else dict(rules),
-        "komi": komi,
-        "boardXSize": size,
-        "boardYSize": size,
-        "analyzeTurns": list(turns),
-        "maxVisits": max_visits,
-        "includePolicy": include_policy,
-        "includeOwnership": include_ownership,
-        "priority": priority,
-    }
-    if initial_player is not None:
-        query["initialPlayer"] = _letter(initial_player)
-    return query
 
 
 @dataclass

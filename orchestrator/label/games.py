@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.coords import from_index
 from orchestrator.dataset.samples import SIZE, GameRead, read_file
 from orchestrator.dataset.sources import find_sgf_files
 from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.game import Move
-from orchestrator.sgf import SgfError, SgfGame, read_games
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,23 +82,25 @@ def game_ident(sha1: str | None, game_index: int | None, path: str) -> str:
     return f"{sha1}:{game_index}"
 
 
-def _stones(board: np.ndarray) -> tuple[Move, ...]:
+def _initial_stones(board: np.ndarray) -> tuple[Move, ...]:
+    """Every stone on ``board`` as KataGo's ``initialStones``."""
     flat = board.reshape(-1)
     return tuple(Move(BLACK, int(p)) for p in np.flatnonzero(flat == BLACK)) + tuple(
         Move(WHITE, int(p)) for p in np.flatnonzero(flat == WHITE))
 
 
-def segments(read: GameRead, game: SgfGame, rows: int) -> tuple[Segment, ...]:
+def segments(read: GameRead, rows: int) -> tuple[Segment, ...]:
     """The queries that cover rows ``0 .. rows - 1`` of a game read by the build."""
     positions = read.positions
     assert positions is not None
-    starts = sorted({0} | {s.before_move for s in game.setup if 0 < s.before_move < rows})
-    moves = [Move(m.color, m.point) for m in game.moves]
+    starts = sorted({0} | {at for at in read.setup_at if 0 < at < rows})
+    moves = [Move(int(color), from_index(int(index), SIZE))
+             for color, index in zip(positions.to_play, positions.move, strict=True)]
     out = []
     for first, end in zip(starts, [*starts[1:], rows], strict=True):
         out.append(Segment(
             first=first,
-            initial_stones=_stones(positions.board[first]),
+            initial_stones=_initial_stones(positions.board[first]),
             initial_player=int(positions.to_play[first]),
             moves=tuple(moves[first:end - 1]),
             history=first == 0,
@@ -106,14 +108,14 @@ def segments(read: GameRead, game: SgfGame, rows: int) -> tuple[Segment, ...]:
     return tuple(out)
 
 
-def _label_game(read: GameRead, game: SgfGame, max_moves: int | None) -> LabelGame:
+def _label_game(read: GameRead, max_moves: int | None) -> LabelGame:
     positions = read.positions
     assert positions is not None
     rows = len(positions) if max_moves is None else min(len(positions), max_moves)
     return LabelGame(
         path=read.path, game_index=read.game_index, sha1=read.sha1, status="ok",
-        komi=game.komi, moves=read.moves,
-        segments=segments(read, game, rows) if rows else (),
+        komi=read.komi, moves=read.moves,
+        segments=segments(read, rows) if rows else (),
         to_play=positions.to_play[:rows].copy(), key=positions.key[:rows].copy(),
     )
 
@@ -126,23 +128,8 @@ def _accounted(read: GameRead) -> LabelGame:
 
 def read_label_games(path: str | Path, max_moves: int | None = None) -> list[LabelGame]:
     """Every game of one SGF file as the dataset build reads it, with its queries."""
-    reads = read_file(path)
-    if not any(r.status == "ok" for r in reads):
-        return [_accounted(r) for r in reads]
-    try:
-        # The build's reader keeps boards, not komi or where setup stones were.
-        games = {g.game_index: g for g in read_games(path, require_size=SIZE)}
-    except SgfError as exc:  # the file changed between the two reads
-        return [LabelGame(path=str(path), game_index=None, sha1=None, status="rejected",
-                          reason=exc.kind, detail=exc.reason)]
-    out = []
-    for read in reads:
-        game = games.get(read.game_index)
-        if read.status == "ok" and game is not None and game.sha1 == read.sha1:
-            out.append(_label_game(read, game, max_moves))
-        else:
-            out.append(_accounted(read))
-    return out
+    return [_label_game(read, max_moves) if read.status == "ok" else _accounted(read)
+            for read in read_file(path)]
 
 
 def select_games(

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 import trio
 
-from orchestrator.coords import PASS
+from orchestrator.coords import to_index
 from orchestrator.label.engine import (
     GO19_RULES,
     AnalysisResponse,
@@ -35,7 +35,7 @@ from orchestrator.label.engine import (
     open_katago,
 )
 from orchestrator.label.games import LabelGame
-from orchestrator.label.store import PASS_INDEX, LabelWriter, empty_labels
+from orchestrator.label.store import LabelWriter, empty_labels
 
 
 class LabelRunError(Exception):
@@ -108,8 +108,7 @@ class _Queue:
 
 def _fill(arrays: dict[str, np.ndarray], row: int, r: AnalysisResponse, ownership: bool) -> None:
     arrays["policy"][row] = r.policy
-    best = r.best_move
-    arrays["best_move"][row] = PASS_INDEX if best == PASS else best
+    arrays["best_move"][row] = to_index(r.best_move, r.size)
     arrays["winrate"][row] = np.nan if r.winrate is None else r.winrate
     arrays["score_lead"][row] = np.nan if r.score_lead is None else r.score_lead
     arrays["visits"][row] = r.visits

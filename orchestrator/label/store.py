@@ -13,12 +13,9 @@ in memory (about 1.5 kB a position; 2 kB with ownership) with an index by game.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import time
-import zipfile
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,15 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator import __version__
+from orchestrator import __version__, npz_shards
 from orchestrator.dataset.samples import AREA
-from orchestrator.files import atomic_write, sha256_file
+from orchestrator.files import atomic_write
 from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.label.games import LabelGame, game_ident
 
 FORMAT = "go19-labels/1"
 MANIFEST = "labels.json"
-PASS_INDEX = AREA  # best_move and policy index of a pass, as the dataset's moves
 
 # Per position: name -> (dtype, shape of one position).
 FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
@@ -47,7 +43,7 @@ FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
     "key": (np.dtype(np.uint64), ()),  # the dataset build's dedup key of the position
     "history": (np.dtype(np.uint8), ()),  # 0: sent as a bare board after mid-game setup
     "policy": (np.dtype(np.float32), (AREA + 1,)),  # raw policy, pass last, -1 illegal
-    "best_move": (np.dtype(np.int16), ()),  # row * 19 + col, 361 = pass
+    "best_move": (np.dtype(np.int16), ()),  # coords index: row * 19 + col, 361 = pass
     "winrate": (np.dtype(np.float32), ()),  # Black's
     "score_lead": (np.dtype(np.float32), ()),  # Black's lead in points
     "visits": (np.dtype(np.int32), ()),
@@ -84,12 +80,6 @@ def empty_labels(game: LabelGame, ownership: bool) -> dict[str, np.ndarray]:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
 
 
 class LabelWriter:
@@ -196,11 +186,10 @@ class LabelWriter:
             name = f"shard-{len(self.manifest['shards']):05d}.npz"
             arrays = {key: np.concatenate([a[key] for _, a in self._buffer])
                       for key in self._buffer[0][1]}
-            data = _npz_bytes(arrays)
-            atomic_write(self.folder / name, data)
+            written = npz_shards.write_shard(self.folder / name, arrays)
             self.manifest["shards"].append({
-                "file": name, "positions": self._buffered, "bytes": len(data),
-                "sha256": sha256_file(self.folder / name),
+                "file": name, "positions": self._buffered, "bytes": written.bytes,
+                "sha256": written.sha256,
             })
             for entry, _ in self._buffer:
                 entry["shard"] = name
@@ -236,14 +225,15 @@ def counts(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 # -- reading ---------------------------------------------------------------------------
 
 
+_SHARD_KEYS = {"file": str, "positions": int, "sha256": str}
+
+
 def read_manifest(folder: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(folder) / MANIFEST
     manifest = read_json_manifest(path, FORMAT, LabelError, "a go19 label folder")
     shards, games = manifest.get("shards"), manifest.get("games")
     if not isinstance(shards, list) or not isinstance(games, list) or not all(
-        isinstance(s, dict) and isinstance(s.get("file"), str) and "/" not in s["file"]
-        and not s["file"].startswith(".") and isinstance(s.get("sha256"), str)
-        and isinstance(s.get("positions"), int) for s in shards
+        npz_shards.entry_ok(s, _SHARD_KEYS) for s in shards
     ) or not all(isinstance(g, dict) and isinstance(g.get("ident"), str)
                  and isinstance(g.get("status"), str) for g in games):
         raise LabelError(f"{path}: shard list or game list missing or malformed")
@@ -252,24 +242,8 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict[str, Any]:
 
 def read_shard(folder: Path, entry: Mapping[str, Any],
                expected: Mapping[str, tuple[np.dtype, tuple[int, ...]]]) -> dict[str, np.ndarray]:
-    path = folder / entry["file"]
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LabelError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise LabelError(f"{path}: sha256 does not match {MANIFEST} (corrupt or changed)")
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in expected if name in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise LabelError(f"{path}: not a readable .npz: {exc}") from None
-    n = entry["positions"]
-    for name, (dtype, shape) in expected.items():
-        array = arrays.get(name)
-        if array is None or array.dtype != dtype or array.shape != (n, *shape):
-            raise LabelError(f"{path}: field {name!r} missing or not {dtype} {(n, *shape)}")
-    return arrays
+    return npz_shards.read_shard(folder / entry["file"], entry, entry["positions"], expected,
+                                 LabelError, MANIFEST)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from orchestrator.ratings.elo import Pentanomial, RatingsError, Wdl
 
-Winner = Literal["black", "white", "draw"]
-_WINNERS = ("black", "white", "draw", None)
+Winner = Literal["black", "white", "draw"]  # in this order: Black's, White's, neither
+_WINNERS = (*get_args(Winner), None)
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,13 @@ run) are printed to stderr as they are found, one line each, and listed in the r
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from orchestrator.files import atomic_write
+from orchestrator.recordings import JOURNAL, RUN_FILE
 from orchestrator.report import html, markdown
 from orchestrator.report.console import print_summary
 from orchestrator.report.load import load_runs
@@ -47,8 +48,8 @@ def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = 
 
     runs = load_runs([Path(p) for p in run_dirs], warn)
     if not runs:
-        raise ReportError("no go19 run folders given (a run folder holds run.json or "
-                          "games.jsonl)")
+        raise ReportError(f"no go19 run folders given (a run folder holds {RUN_FILE} or "
+                          f"{JOURNAL})")
     report = compute(runs, anchor, warn)
     ratings = report["ratings"]
     if anchor and ratings and "error" in ratings:
@@ -59,9 +60,7 @@ def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = 
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, text.encode("utf-8"))
 
 
 def write_report(

@@ -7,72 +7,37 @@ The layout is the contract in docs/formats.md.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
+from orchestrator.files import read_sgf_file
+from orchestrator.recordings import (
+    JOURNAL,
+    RECORD_PROP,
+    RUN_FILE,
+    VOID_DIR,
+    JournalRecord,
+    RecordError,
+    is_run_dir,
+    move_origin,
+    read_journal,
+    read_run_file,
+    record_from_sgf,
+    sgf_paths,
+)
 from orchestrator.rules.board import BLACK, WHITE
-from orchestrator.sgf import SgfError, SgfMove, read_games
+from orchestrator.sgf import SgfError, SgfMove
 
-RUN_FILE = "run.json"
-JOURNAL = "games.jsonl"
-VOID_DIR = "void"
-RECORD_PROP = "GOXIXREC"  # the SGF root's copy of its journal line (docs/formats.md)
+__all__ = ["ColourMoves", "GameData", "RunData", "Warn", "is_run_dir", "load_run", "load_runs"]
 
 Warn = Callable[[str], None]
-
-
-class _Line(BaseModel):
-    # Unknown keys are allowed: newer writers may add fields the report does not use.
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class OpeningInfo(_Line):
-    id: str = ""
-    plies: int = Field(0, ge=0)
-    pair: int | None = None
-
-
-class LatencySummary(_Line):
-    n: int = Field(0, ge=0)
-    p50: float | None = None
-    p95: float | None = None
-    max: float | None = None
-
-
-class JournalLine(_Line):
-    """One ``games.jsonl`` line, checked once here so the statistics get plain values."""
-
-    run: str
-    game: int
-    sgf: str
-    void: bool
-    black: str
-    white: str
-    players: dict[str, dict] = Field(default_factory=dict)
-    size: int
-    komi: float
-    result: str = ""
-    winner: Literal["black", "white", "draw"] | None
-    reason: str
-    score: float | None = None
-    moves: int = Field(ge=0)
-    opening: OpeningInfo | None = None
-    fallbacks: dict[str, dict[str, int]] = Field(default_factory=dict)
-    illegal: dict[str, int] = Field(default_factory=dict)
-    latency_ms: dict[str, LatencySummary] = Field(default_factory=dict)
-    started: str = ""
-    finished: str = ""
 
 
 @dataclass(frozen=True)
 class ColourMoves:
     """What one colour played in a game, from its SGF: moves its own policy chose,
-    opening-book moves and fallback moves (``GO19SRC`` marks)."""
+    opening-book moves and fallback moves (``GOXIXSRC`` marks)."""
 
     own: int = 0
     opening: int = 0
@@ -82,7 +47,7 @@ class ColourMoves:
 
 @dataclass(frozen=True)
 class GameData:
-    line: JournalLine
+    line: JournalRecord
     where: str  # "path/games.jsonl:17", for messages
     moves: dict[str, ColourMoves] | None  # by "black"/"white"; None when the SGF is unusable
 
@@ -100,22 +65,14 @@ class RunData:
         return value if isinstance(value, dict) else {}
 
 
-def is_run_dir(path: Path) -> bool:
-    return path.is_dir() and ((path / RUN_FILE).is_file() or (path / JOURNAL).is_file())
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(part) for part in err["loc"]) or "(line)"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {err['msg']}{more}"
+_ORIGIN_SLOT = {"own": 0, "opening": 1, "fallback": 2}
 
 
 def _colour_moves(moves: Iterable[SgfMove]) -> dict[str, ColourMoves]:
     counts = {BLACK: [0, 0, 0], WHITE: [0, 0, 0]}
     latency: dict[int, list[float]] = {BLACK: [], WHITE: []}
     for move in moves:
-        slot = 0 if move.source is None else 1 if move.source == "opening" else 2
+        slot = _ORIGIN_SLOT[move_origin(move.source)]
         counts[move.color][slot] += 1
         if move.ms is not None:
             latency[move.color].append(move.ms)
@@ -125,46 +82,47 @@ def _colour_moves(moves: Iterable[SgfMove]) -> dict[str, ColourMoves]:
     }
 
 
-def _find_sgf(run_dir: Path, line: JournalLine) -> Path | None:
+def _find_sgf(run_dir: Path, line: JournalRecord) -> Path | None:
     first, second = (run_dir / VOID_DIR, run_dir) if line.void else (run_dir, run_dir / VOID_DIR)
     return next((p / line.sgf for p in (first, second) if (p / line.sgf).is_file()), None)
 
 
-def _check_moves(path: Path, moves: tuple[SgfMove, ...], line: JournalLine, where: str,
+def _check_moves(path: Path, moves: tuple[SgfMove, ...], line: JournalRecord, where: str,
                  warn: Warn) -> dict[str, ColourMoves]:
     if len(moves) != line.moves:
         warn(f"{path}: {len(moves)} moves, but {where} says {line.moves}; the SGF counts")
     return _colour_moves(moves)
 
 
-def _read_sgf(run_dir: Path, line: JournalLine, where: str, warn: Warn) -> dict | None:
+def _read_sgf(run_dir: Path, line: JournalRecord, where: str, warn: Warn) -> dict | None:
     path = _find_sgf(run_dir, line)
     if path is None:
         warn(f"{where}: game {line.game}: SGF {line.sgf} is missing; "
              "moves asked are estimated from the journal")
         return None
     try:
-        games = read_games(path)
+        game = read_sgf_file(path)[0]
     except SgfError as exc:
         warn(f"{exc}; moves asked for game {line.game} are estimated from the journal")
         return None
-    return _check_moves(path, games[0].moves, line, where, warn)
+    return _check_moves(path, game.moves, line, where, warn)
 
 
 def _rebuild(path: Path, warn: Warn) -> GameData | None:
     """A game whose SGF is in place but whose journal line is not (a run killed between
     the two writes): the line is the copy in the SGF's root."""
     try:
-        game = read_games(path)[0]
-        line = JournalLine.model_validate_json(game.root_props[RECORD_PROP])
+        game = read_sgf_file(path)[0]
     except SgfError as exc:
         warn(f"{exc}; no {JOURNAL} line either, game left out")
         return None
-    except KeyError:
-        warn(f"{path}: no {JOURNAL} line and no {RECORD_PROP} record; game left out")
-        return None
-    except ValidationError as exc:
-        warn(f"{path}: {RECORD_PROP}: {_first_error(exc)}; game left out")
+    try:
+        line = record_from_sgf(game)
+    except RecordError as exc:
+        if RECORD_PROP not in game.root_props:
+            warn(f"{path}: no {JOURNAL} line and no {RECORD_PROP} record; game left out")
+        else:
+            warn(f"{path}: {exc}; game left out")
         return None
     where = f"{path} ({RECORD_PROP})"
     warn(f"{path}: no {JOURNAL} line; using the record in the SGF")
@@ -177,43 +135,37 @@ def _read_run_file(run_dir: Path, warn: Warn) -> dict:
         warn(f"{run_dir}: no {RUN_FILE}; matchup settings (SPRT, pairing) unknown")
         return {}
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return read_run_file(run_dir)
+    except (OSError, UnicodeDecodeError) as exc:
         warn(f"{path}: unreadable ({exc}); matchup settings (SPRT, pairing) unknown")
-        return {}
-    if not isinstance(info, dict):
-        warn(f"{path}: not a JSON object; ignored")
-        return {}
-    return info
+    except ValueError as exc:
+        if str(exc) == "not a JSON object":
+            warn(f"{path}: not a JSON object; ignored")
+        else:
+            warn(f"{path}: unreadable ({exc}); matchup settings (SPRT, pairing) unknown")
+    return {}
 
 
 def load_run(run_dir: Path, warn: Warn) -> RunData:
     """One run folder (the caller checked :func:`is_run_dir`)."""
     info = _read_run_file(run_dir, warn)
     run = RunData(path=run_dir, run_id=str(info.get("run_id") or run_dir.name), info=info)
-    journal = run_dir / JOURNAL
-    if not journal.is_file():
+    journal_path = run_dir / JOURNAL
+    if not journal_path.is_file():
         warn(f"{run_dir}: no {JOURNAL} yet; no games")
         return run
     try:
-        raw = journal.read_bytes()
+        journal = read_journal(journal_path)
     except OSError as exc:
-        warn(f"{journal}: cannot read: {exc.strerror or exc}")
+        warn(f"{journal_path}: cannot read: {exc.strerror or exc}")
         return run
     seen: dict[int, str] = {}
     listed: set[str] = set()
-    for number, text in enumerate(raw.split(b"\n"), 1):
-        if not text.strip():
-            continue
-        where = f"{journal}:{number}"
-        try:
-            line = JournalLine.model_validate_json(text)
-        except ValidationError as exc:
-            problem = (
-                "not valid JSON" if exc.errors()[0]["type"] == "json_invalid"
-                else _first_error(exc)
-            )
-            warn(f"{where}: {problem}; line skipped")
+    for entry in journal.lines:
+        where = f"{journal_path}:{entry.number}"
+        line = entry.record
+        if line is None:
+            warn(f"{where}: {entry.problem}; line skipped")
             continue
         if line.game in seen:
             warn(f"{where}: game {line.game} already on {seen[line.game]}; line skipped")
@@ -221,17 +173,15 @@ def load_run(run_dir: Path, warn: Warn) -> RunData:
         seen[line.game] = where
         listed.add(line.sgf)
         run.games.append(GameData(line, where, _read_sgf(run_dir, line, where, warn)))
-    for folder in (run_dir, run_dir / VOID_DIR):
-        for path in sorted(folder.glob("*.sgf")):
-            if path.name in listed:
-                continue
-            game = _rebuild(path, warn)
-            if game is not None and game.line.game in seen:
-                warn(f"{path}: game {game.line.game} already on {seen[game.line.game]}; "
-                     "left out")
-            elif game is not None:
-                seen[game.line.game] = game.where
-                run.games.append(game)
+    for path in sgf_paths(run_dir):
+        if path.name in listed:
+            continue
+        game = _rebuild(path, warn)
+        if game is not None and game.line.game in seen:
+            warn(f"{path}: game {game.line.game} already on {seen[game.line.game]}; left out")
+        elif game is not None:
+            seen[game.line.game] = game.where
+            run.games.append(game)
     return run
 
 

@@ -39,6 +39,7 @@ from orchestrator.ratings import (
     split_by_colour,
     sprt,
 )
+from orchestrator.recordings import head_to_head, rated_game
 from orchestrator.report.load import GameData, RunData, Warn
 
 SCHEMA = 1
@@ -70,13 +71,7 @@ def _estimate(est: EloEstimate) -> dict:
 
 
 def _outcome(game: GameData) -> GameOutcome | None:
-    line = game.line
-    if line.void or line.winner is None or line.black == line.white:
-        return None
-    pair = None
-    if line.opening is not None and line.opening.pair is not None:
-        pair = (line.run, line.opening.pair)
-    return GameOutcome(line.black, line.white, line.winner, pair)
+    return rated_game(game.line)
 
 
 def chronological(runs: Sequence[RunData]) -> list[GameData]:
@@ -86,9 +81,7 @@ def chronological(runs: Sequence[RunData]) -> list[GameData]:
 
 def head_to_head_counts(games: Sequence[GameOutcome], player: str, opponent: str) -> Counts:
     """Pentanomial counts when any game came from a paired opening, else W/L/D."""
-    if any(g.pair is not None for g in games):
-        return pentanomial_from_games(games, player, opponent)
-    return split_by_colour(games, player, opponent).overall
+    return head_to_head(games, player, opponent)
 
 
 def checked_pairs(games: Sequence[GameOutcome], player: str, opponent: str, where: str,

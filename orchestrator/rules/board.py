@@ -95,6 +95,16 @@ def zobrist_table(size: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[in
     return (tuple(0 for _ in range(n)), black, white)
 
 
+@cache
+def side_ko_table(size: int) -> tuple[int, ...]:
+    """Random 64-bit keys per (side to move, ko point + 1), XORed into the stones' Zobrist
+    hash by :meth:`Board.position_key`. Fixed seed, the same for every size (a table is a
+    prefix of a larger board's): datasets and label folders store these keys, so they
+    must agree across processes, runs and versions."""
+    rng = random.Random(0x19_DA7A)
+    return tuple(rng.getrandbits(64) for _ in range(3 * (size * size + 1)))
+
+
 def _group_len(group: Group) -> int:
     return len(group.stones)
 
@@ -128,6 +138,7 @@ class Board:
         self.area = size * size
         self._adj = neighbours_table(size)
         self._zobrist = zobrist_table(size)
+        self._side_ko = side_ko_table(size)
         self.stones: list[int] = [EMPTY] * self.area
         self._group_at: list[Group | None] = [None] * self.area
         self.hash = 0
@@ -170,6 +181,7 @@ class Board:
         new.area = self.area
         new._adj = self._adj
         new._zobrist = self._zobrist
+        new._side_ko = self._side_ko
         new.stones = self.stones.copy()
         new._group_at = [None] * self.area
         for group in self.groups():
@@ -182,9 +194,12 @@ class Board:
         new.captures = dict(self.captures)
         return new
 
-    def position_key(self, to_play: int) -> tuple[int, int, int]:
-        """Identity of a position for deduplication: stones, side to move, ko point."""
-        return (self.hash, to_play, -1 if self.ko_point is None else self.ko_point)
+    def position_key(self, to_play: int) -> int:
+        """The one identity of a position (dataset dedup, label joins): a 64-bit key of
+        the stones, the side to move and the ko point. Two positions share it only if all
+        three match (or with probability 2**-64)."""
+        ko = -1 if self.ko_point is None else self.ko_point
+        return self.hash ^ self._side_ko[to_play * (self.area + 1) + ko + 1]
 
     # -- playing -----------------------------------------------------------
 

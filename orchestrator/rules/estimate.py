@@ -133,11 +133,12 @@ def _is_dead(board: Board, group: Group, own_regions: int) -> bool:
     return not result.captured and result.liberties <= 1
 
 
-def estimate(board: Board, komi: float) -> Estimate:
-    """Split ``board`` into the categories above (see the module docstring)."""
-    groups = board.groups()
-    # Groups of one colour that share an own-colour-only region stand or fall
-    # together (union-find keyed by id); count such regions per group and per chain.
+def _chains(board: Board, groups: list[Group]) -> tuple[
+    dict[int, int], dict[int, int], dict[int, int], dict[int, set[int]]
+]:
+    """Groups of one colour that share an own-colour-only region stand or fall together
+    (a chain; union-find keyed by id). Returns, by group id, its own regions (eyes) and
+    its chain's key; by chain key, the chain's eyes and liberties."""
     parent = {id(g): id(g) for g in groups}
 
     def root(key: int) -> int:
@@ -154,12 +155,20 @@ def estimate(board: Board, komi: float) -> Estimate:
             for g in borders:
                 eyes[id(g)] += 1
                 parent[root(id(g))] = root(id(borders[0]))
+    chain_of = {key: root(key) for key in parent}
     chain_eyes = dict.fromkeys(parent, 0)
     for borders in own_regions:
-        chain_eyes[root(id(borders[0]))] += 1
+        chain_eyes[chain_of[id(borders[0])]] += 1
     chain_liberties: dict[int, set[int]] = {}
     for g in groups:
-        chain_liberties.setdefault(root(id(g)), set()).update(g.liberties)
+        chain_liberties.setdefault(chain_of[id(g)], set()).update(g.liberties)
+    return eyes, chain_of, chain_eyes, chain_liberties
+
+
+def estimate(board: Board, komi: float) -> Estimate:
+    """Split ``board`` into the categories above (see the module docstring)."""
+    groups = board.groups()
+    eyes, chain_of, chain_eyes, chain_liberties = _chains(board, groups)
     status: dict[int, int] = {}
     lifted = [False] * board.area
     counts = {BLACK: 0, WHITE: 0}
@@ -171,7 +180,7 @@ def estimate(board: Board, komi: float) -> Estimate:
             for s in g.stones:
                 lifted[s] = True
             continue
-        chain = root(id(g))
+        chain = chain_of[id(g)]
         alive = chain_eyes[chain] >= 2 or len(chain_liberties[chain]) >= MANY_LIBERTIES
         status[id(g)] = _ALIVE if alive else _UNSETTLED
         counts[g.color] += len(g.stones)

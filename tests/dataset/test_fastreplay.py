@@ -50,7 +50,7 @@ def test_whole_real_corpus() -> None:
     checked = rejected = tactical = 0
     for path in files:
         try:
-            games = read_games(path, require_size=19)
+            games = read_games(path.read_bytes(), require_size=19, path=str(path))
         except SgfError:
             continue
         for game in games:

@@ -18,8 +18,9 @@ from orchestrator.commands.replay import check_file, sgf_files
 from orchestrator.dataset import build, load, load_games, read_manifest
 from orchestrator.dataset.build import BuildOptions
 from orchestrator.dataset.samples import read_file
+from orchestrator.files import read_sgf_file
+from orchestrator.rules.replay import replay_positions
 from orchestrator.rules.tactics import classify
-from orchestrator.sgf import read_games, replay_positions
 from tests.conftest import REAL_SGF, REPO, requires_real_sgf
 from tests.dataset.games import sgfmill_positions
 
@@ -113,7 +114,7 @@ def test_boards_and_tactics_agree_with_the_rules_engine() -> None:
         for read in read_file(path):
             if read.status != "ok":
                 continue
-            (game,) = [g for g in read_games(path) if g.game_index == read.game_index]
+            (game,) = [g for g in read_sgf_file(path) if g.game_index == read.game_index]
             for i, (live, move, _) in enumerate(replay_positions(game)):
                 board = live.board
                 assert read.positions.board[i].tobytes() == bytes(board.stones), path

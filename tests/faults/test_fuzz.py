@@ -39,7 +39,8 @@ from orchestrator.protocol.go19 import (
 )
 from orchestrator.render import render_png
 from orchestrator.rules.board import BLACK, WHITE, Board
-from orchestrator.sgf import SgfError, SgfGame, SgfMove, read_games, replay_positions, write_sgf
+from orchestrator.rules.replay import replay_positions
+from orchestrator.sgf import MAX_SIZE, SgfError, SgfGame, SgfMove, read_games, write_sgf
 from tests.conftest import REAL_SGF, requires_real_sgf
 
 LIMITS = Limits(allowed_sizes=frozenset({9, 13, 19}))
@@ -222,7 +223,7 @@ def check_sgf(data: bytes, rng: random.Random) -> None:
         assert str(exc) and "\n" not in str(exc)
         return
     for game in games:
-        assert 2 <= game.size <= 25
+        assert 2 <= game.size <= MAX_SIZE  # FF[4]: up to 52x52; replay stops at 25
         area = game.size * game.size
         assert all(m.point == PASS or 0 <= m.point < area for m in game.moves)
         if rng.random() < 0.05:  # replaying costs ten reads: a sample is enough

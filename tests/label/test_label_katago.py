@@ -21,10 +21,11 @@ import pytest
 from orchestrator.coords import PASS
 from orchestrator.dataset import load
 from orchestrator.dataset.shards import MANIFEST as DATASET_MANIFEST
+from orchestrator.files import read_sgf_file
 from orchestrator.label.games import select_games
 from orchestrator.label.run import EngineFiles, LabelRun, RunOptions
 from orchestrator.label.store import MANIFEST, LabelSet, LabelWriter
-from orchestrator.sgf import read_games, replay_positions
+from orchestrator.rules.replay import replay_positions
 from tests.conftest import REAL_SGF, REPO, requires_real_sgf
 from tests.label.conftest import KATAGO, requires_katago
 from tests.label.sgfs import (
@@ -98,7 +99,7 @@ def test_best_moves_are_legal_and_policies_mark_the_stones(labelled):
     for entry in labelled.manifest["games"]:
         if entry["status"] != "ok":
             continue
-        game = read_games(entry["path"], require_size=19)[0]
+        game = read_sgf_file(entry["path"], require_size=19)[0]
         arrays = labels.game(entry["sha1"], 0).arrays
         assert list(arrays["move_number"]) == list(range(1, entry["positions"] + 1))
         for live, move, number in replay_positions(game):

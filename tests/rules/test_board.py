@@ -19,6 +19,7 @@ from orchestrator.rules import (
     SuicideError,
     SuperkoError,
 )
+from orchestrator.rules.board import side_ko_table
 from tests.conftest import REAL_SGF, requires_real_sgf
 from tests.rules.corpus import main_line
 from tests.rules.diagram import board_from, pts
@@ -366,7 +367,24 @@ def test_to_array_and_position_key():
     assert array.dtype == np.uint8 and array.shape == (5, 5)
     assert array[0, 0] == BLACK and array[4, 4] == WHITE and int(array.sum()) == 3
     assert board.position_key(BLACK) != board.position_key(WHITE)
-    assert board.position_key(BLACK) == (board.hash, BLACK, -1)
+    assert board.copy().position_key(WHITE) == board.position_key(WHITE)
+    # A ko point is part of the identity: the same stones without it are another position.
+    ko = Board(5)
+    for colour, vertex in [(BLACK, "B5"), (WHITE, "C5"), (BLACK, "A4"), (WHITE, "D4"),
+                           (BLACK, "B3"), (WHITE, "C3"), (WHITE, "B4"), (BLACK, "C4")]:
+        ko.play(colour, from_gtp(vertex, 5))
+    assert ko.ko_point == from_gtp("B4", 5)
+    no_ko = ko.copy()
+    no_ko.ko_point = None
+    assert no_ko.hash == ko.hash and no_ko.position_key(WHITE) != ko.position_key(WHITE)
+
+
+def test_position_keys_are_those_datasets_and_label_folders_store():
+    # Keys written by earlier builds must still match: the 19x19 empty board's, pinned.
+    board = Board(19)
+    assert board.position_key(BLACK) == 560728313190325128
+    assert board.position_key(WHITE) == 12406663886011743690
+    assert side_ko_table(9) == side_ko_table(19)[:3 * 82]
 
 
 @pytest.mark.parametrize("size", [2, 9, 13, 19, 25])

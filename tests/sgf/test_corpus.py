@@ -18,16 +18,15 @@ from sgfmill import sgf as sgfmill_sgf
 from sgfmill import sgf_grammar
 
 from orchestrator.coords import PASS
+from orchestrator.files import read_sgf_file
 from orchestrator.rules import BLACK, WHITE
+from orchestrator.rules.replay import IllegalMoveInRecord, replay, replay_positions
 from orchestrator.sgf import (
     EmptyFile,
-    IllegalMoveInRecord,
     SgfError,
     SgfGame,
     Truncated,
     read_games,
-    replay,
-    replay_positions,
 )
 from tests.conftest import REAL_SGF, requires_real_sgf
 
@@ -47,7 +46,7 @@ def corpus() -> dict[str, list[SgfGame] | SgfError]:
     result: dict[str, list[SgfGame] | SgfError] = {}
     for path in sgf_paths():
         try:
-            result[path.relative_to(REAL_SGF).as_posix()] = read_games(path)
+            result[path.relative_to(REAL_SGF).as_posix()] = read_sgf_file(path)
         except SgfError as exc:
             result[path.relative_to(REAL_SGF).as_posix()] = exc
     return result

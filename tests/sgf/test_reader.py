@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.coords import PASS
+from orchestrator.files import read_sgf_file
 from orchestrator.rules import BLACK, WHITE
+from orchestrator.rules.replay import IllegalMoveInRecord, IllegalSetup, replay, replay_positions
 from orchestrator.sgf import (
     CorruptCoordinate,
     EmptyFile,
-    IllegalMoveInRecord,
-    IllegalSetup,
     NotNineteen,
     NotSupported,
     SgfError,
@@ -26,8 +26,6 @@ from orchestrator.sgf import (
     Unparseable,
     Unreadable,
     read_games,
-    replay,
-    replay_positions,
 )
 
 PD, DP, DD, PP = 3 * 19 + 15, 15 * 19 + 3, 3 * 19 + 3, 15 * 19 + 15
@@ -62,6 +60,18 @@ def test_missing_size_is_19_and_tt_is_a_pass_up_to_19() -> None:
     # On 21x21 ``tt`` is the point in column 19, row 19.
     big = one(b"(;SZ[21];B[tt])")
     assert big.moves[0].point == 19 * 21 + 19
+    # FF[4] goes to 52x52, columns and rows a-z then A-Z; ``[]`` is the pass there.
+    widest = one(b"(;SZ[52];B[ZZ];W[aZ];B[])")
+    assert [m.point for m in widest.moves] == [52 * 52 - 1, 51 * 52, PASS]
+
+
+def test_boards_the_rules_cannot_play_read_but_do_not_replay() -> None:
+    game = one(b"(;SZ[30];B[dd])")
+    assert game.size == 30 and game.moves[0].point == 3 * 30 + 3
+    with pytest.raises(NotSupported, match="size 30 cannot be replayed"):
+        replay(game)
+    with pytest.raises(NotSupported, match="size 30"):
+        replay_positions(game)
 
 
 def test_main_line_takes_the_first_child_each_time() -> None:
@@ -221,7 +231,7 @@ def test_any_charset_label_reads(label: str) -> None:
         (b"(;SZ[19]C[unclosed \\] comment", Truncated, "missing ')'"),
         (b"(;GM[2]SZ[8])", NotSupported, "GM[2]"),
         (b"(;SZ[19:13])", NotSupported, "rectangular"),
-        (b"(;SZ[30])", NotSupported, "size 30"),
+        (b"(;SZ[53])", NotSupported, "size 53"),
         (b"(;SZ[1])", NotSupported, "size 1"),
         (b"(;SZ[big])", Unparseable, "SZ[big]"),
         (b"(;SZ[9];B[aa];W[zz])", CorruptCoordinate, "move 2 W[zz]"),
@@ -253,12 +263,17 @@ def test_errors_name_the_file(tmp_path) -> None:
     path = tmp_path / "broken.sgf"
     path.write_bytes(b"(;SZ[9]")
     with pytest.raises(Truncated) as info:
-        read_games(path)
+        read_sgf_file(path)
     assert info.value.path == str(path) and str(info.value).startswith(str(path) + ": ")
+    with pytest.raises(Unreadable, match="absent.sgf: cannot read"):
+        read_sgf_file(tmp_path / "absent.sgf")
     with pytest.raises(Unreadable):
-        read_games(tmp_path / "absent.sgf")
-    with pytest.raises(Unreadable):
-        read_games(tmp_path)
+        read_sgf_file(tmp_path)
+    # The reader itself takes bytes: the caller opens the file and names it.
+    with pytest.raises(TypeError, match="bytes"):
+        read_games(str(path))  # type: ignore[arg-type]
+    with pytest.raises(Truncated, match="^here.sgf: "):
+        read_games(b"(;SZ[9]", path="here.sgf")
 
 
 def test_replay_stops_at_the_illegal_move_with_its_number() -> None:
@@ -312,3 +327,12 @@ def test_sgf_like_text_gives_games_or_an_sgf_error(text: str) -> None:
                 pass
     except SgfError as exc:
         assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("result", "winner"),
+    [("B+R", BLACK), ("W+3.5", WHITE), (" b + Time", BLACK), ("w+", WHITE), ("0", 0),
+     ("Draw", 0), ("", 0), ("Void", 0), ("?", 0), ("B", 0)],
+)
+def test_the_winner_is_read_from_the_result(result: str, winner: int) -> None:
+    assert one(b"(;RE[" + result.encode() + b"];B[pd])").winner == winner

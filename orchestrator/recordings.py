@@ -1,0 +1,247 @@
+"""The run folder, once: what ``collect`` writes and ``report``, ``dataset`` and
+``label`` read (docs/formats.md is the contract this module implements).
+
+A run folder holds ``run.json`` (the matchup and target), one SGF per finished game
+(``baduk-<UTC stamp>-<game>.sgf``; void games under ``void/``) and ``games.jsonl``,
+one :class:`JournalRecord` per line. Each SGF carries its own journal record in the
+root property :data:`RECORD_PROP`, so a lost line can be rebuilt from the SGF.
+
+The same model writes and reads a record; the words a record and an SGF use for
+who chose a move (:data:`OPENING`, ``fallback:<reason>``) and who won
+(:data:`WINNER_NAMES`) are here too, and so is the one way a record becomes a rated
+game (:func:`rated_game`) and pairs of players become counts (:func:`head_to_head`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.ratings.elo import Pentanomial, Wdl
+from orchestrator.ratings.outcomes import (
+    GameOutcome,
+    Winner,
+    pentanomial_from_games,
+    split_by_colour,
+)
+from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.sgf import SgfGame
+
+RUN_FILE = "run.json"
+JOURNAL = "games.jsonl"
+VOID_DIR = "void"
+CORRUPT_DIR = "corrupt"  # unreadable SGFs that resume moved aside
+SGF_GLOB = "baduk-*.sgf"
+RECORD_PROP = "GOXIXREC"  # the SGF root's copy of its journal record
+
+# Who chose a move (SGF GOXIXSRC, journal fallbacks): no mark is the player's own policy.
+OPENING = "opening"
+FALLBACK_PREFIX = "fallback:"
+MoveOrigin = Literal["own", "opening", "fallback"]
+
+# Colour of the winner (0: a draw, None: no result) to the journal's ``winner``; the
+# names themselves are the ratings' :data:`~orchestrator.ratings.outcomes.Winner`.
+WINNER_NAMES: dict[int | None, Winner | None] = dict(
+    zip((BLACK, WHITE, 0, None), (*get_args(Winner), None), strict=True)
+)
+
+
+def sgf_name(stamp: str, game: int) -> str:
+    """The SGF file name of game number ``game`` finished at UTC ``stamp``."""
+    return f"baduk-{stamp}-{game:05d}.sgf"
+
+
+def fallback_source(reason: str) -> str:
+    """The source mark of a move the fallback policy played, e.g. ``fallback:timeout``."""
+    return f"{FALLBACK_PREFIX}{reason}"
+
+
+def move_origin(source: str | None) -> MoveOrigin:
+    """Who chose a move, from its source mark (``None`` is the player's own policy)."""
+    if source is None:
+        return "own"
+    return "opening" if source == OPENING else "fallback"
+
+
+def fallback_reason(source: str) -> str:
+    """``timeout`` for ``fallback:timeout``; any other mark as it is."""
+    return source.removeprefix(FALLBACK_PREFIX)
+
+
+# -- the journal record ----------------------------------------------------------
+
+
+class _Part(BaseModel):
+    # Unknown keys are kept: a newer writer's fields survive a resume that rewrites
+    # the journal, and readers that do not know them ignore them.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class OpeningInfo(_Part):
+    id: str = ""
+    plies: int = Field(0, ge=0)
+    pair: int | None = None
+
+
+class LatencySummary(_Part):
+    n: int = Field(0, ge=0)
+    p50: float | None = None
+    p95: float | None = None
+    max: float | None = None
+
+
+class JournalRecord(_Part):
+    """One finished game, as a ``games.jsonl`` line and as the SGF's :data:`RECORD_PROP`.
+
+    Field order is the order written. ``slot`` and ``handicap`` may be absent in
+    recordings made before they were written."""
+
+    run: str
+    game: int
+    slot: int | None = None
+    sgf: str
+    void: bool
+    black: str
+    white: str
+    players: dict[str, dict] = Field(default_factory=dict)
+    size: int
+    komi: float
+    handicap: int = 0
+    result: str = ""
+    winner: Winner | None
+    reason: str
+    score: float | None = None
+    moves: int = Field(ge=0)
+    opening: OpeningInfo | None = None
+    fallbacks: dict[str, dict[str, int]] = Field(default_factory=dict)
+    illegal: dict[str, int] = Field(default_factory=dict)
+    latency_ms: dict[str, LatencySummary] = Field(default_factory=dict)
+    started: str = ""
+    finished: str = ""
+
+    def as_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """The record as written: compact JSON, one line, no newline."""
+        return json.dumps(self.as_dict(), separators=(",", ":"))
+
+
+class RecordError(ValueError):
+    """A journal line or SGF record that is not a :class:`JournalRecord`; one line."""
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    if err["type"] == "json_invalid":
+        return "not valid JSON"
+    where = ".".join(str(part) for part in err["loc"]) or "(line)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {err['msg']}{more}"
+
+
+def parse_record(text: str | bytes) -> JournalRecord:
+    """One journal line (or SGF record); :class:`RecordError` says what is wrong."""
+    try:
+        return JournalRecord.model_validate_json(text)
+    except ValidationError as exc:
+        raise RecordError(_first_error(exc)) from None
+
+
+def record_from_sgf(game: SgfGame) -> JournalRecord:
+    """The journal record an SGF go19 wrote carries in its root."""
+    text = game.root_props.get(RECORD_PROP)
+    if text is None:
+        raise RecordError(f"no {RECORD_PROP} record")
+    try:
+        return parse_record(text)
+    except RecordError as exc:
+        raise RecordError(f"{RECORD_PROP}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class JournalLine:
+    number: int  # 1-based line number, for messages
+    record: JournalRecord | None
+    problem: str | None = None  # why ``record`` is None
+
+
+@dataclass(frozen=True)
+class Journal:
+    """Every non-blank line of ``games.jsonl``; ``whole`` is False when the file
+    ends inside a line (a write cut short by a kill or a full disk)."""
+
+    lines: list[JournalLine] = field(default_factory=list)
+    whole: bool = True
+
+    @property
+    def records(self) -> list[JournalRecord]:
+        return [line.record for line in self.lines if line.record is not None]
+
+
+def read_journal(path: Path) -> Journal:
+    """``games.jsonl`` line by line; a missing file is an empty journal. Raises OSError
+    only when the file is there but cannot be read."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Journal()
+    lines = []
+    for number, text in enumerate(raw.split(b"\n"), 1):
+        if not text.strip():
+            continue
+        try:
+            lines.append(JournalLine(number, parse_record(text)))
+        except RecordError as exc:
+            lines.append(JournalLine(number, None, str(exc)))
+    return Journal(lines, whole=not raw or raw.endswith(b"\n"))
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and ((path / RUN_FILE).is_file() or (path / JOURNAL).is_file())
+
+
+def read_run_file(run_dir: Path) -> dict:
+    """``run.json``; raises OSError or ValueError (not JSON, not an object)."""
+    info = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    if not isinstance(info, dict):
+        raise ValueError("not a JSON object")
+    return info
+
+
+# -- records to rated games ------------------------------------------------------
+
+
+def rated_game(record: JournalRecord) -> GameOutcome | None:
+    """The game as the ratings count it, or None: void, a player against itself, or
+    no result. Games of a paired opening carry ``(run, pair)`` as their pair key."""
+    if record.void or record.winner is None or record.black == record.white:
+        return None
+    pair = None
+    if record.opening is not None and record.opening.pair is not None:
+        pair = (record.run, record.opening.pair)
+    return GameOutcome(record.black, record.white, record.winner, pair)
+
+
+def rated_games(records: Iterable[JournalRecord]) -> list[GameOutcome]:
+    return [game for game in map(rated_game, records) if game is not None]
+
+
+def head_to_head(games: Iterable[GameOutcome], player: str, opponent: str) -> Pentanomial | Wdl:
+    """``player``'s counts against ``opponent``: pentanomial pairs when any game came
+    from a paired opening, else W/L/D."""
+    games = list(games)
+    if any(g.pair is not None for g in games):
+        return pentanomial_from_games(games, player, opponent)
+    return split_by_colour(games, player, opponent).overall
+
+
+def sgf_paths(run_dir: Path) -> Iterator[Path]:
+    """Every recorded SGF of the run, void ones last."""
+    for folder in (run_dir, run_dir / VOID_DIR):
+        yield from sorted(folder.glob(SGF_GLOB))
