@@ -21,7 +21,8 @@ from tests.conftest import REAL_SGF, requires_real_sgf
 
 pytestmark = pytest.mark.skipif(
     not fastreplay.ENABLED,
-    reason="numba is not installed (pip install 'go19[fast]'): the pure path is all there is")
+    reason="numba is not installed (pip install 'go19[fast]') or GO19_PURE_REPLAY is set: "
+    "the pure path is all there is")
 
 
 def _outcome(replay, game: SgfGame) -> Positions | tuple[type, str, int | None]:
