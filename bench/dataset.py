@@ -32,7 +32,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from orchestrator.dataset import BuildOptions, build, load  # noqa: E402
+from orchestrator.dataset import BuildOptions, build, fastreplay, load  # noqa: E402
 from orchestrator.dataset.dedup import SeenPositions  # noqa: E402
 from orchestrator.dataset.samples import _positions  # noqa: E402
 from orchestrator.dataset.shards import ShardWriter  # noqa: E402
@@ -72,11 +72,18 @@ def reference(paths: list[Path]) -> tuple[int, int, float]:
     return games, moves, cpu_seconds() - start
 
 
-def timed_build(inputs: list[Path], out: Path, workers: int) -> tuple[dict, float, float]:
-    """The manifest, wall seconds and CPU seconds (workers included) of one build."""
-    wall, cpu = time.perf_counter(), cpu_seconds()
-    manifest = build(inputs, out, BuildOptions(), workers=workers, force=True)
-    return manifest, time.perf_counter() - wall, cpu_seconds() - cpu
+def timed_build(inputs: list[Path], out: Path, workers: int,
+                compiled: bool = True) -> tuple[dict, float, float]:
+    """The manifest, wall seconds and CPU seconds (workers included) of one build, with
+    the compiled replay (where numba is installed) or the pure reference path."""
+    enabled = fastreplay.ENABLED
+    fastreplay.ENABLED = enabled and compiled
+    try:
+        wall, cpu = time.perf_counter(), cpu_seconds()
+        manifest = build(inputs, out, BuildOptions(), workers=workers, force=True)
+        return manifest, time.perf_counter() - wall, cpu_seconds() - cpu
+    finally:
+        fastreplay.ENABLED = enabled
 
 
 def breakdown(paths: list[Path]) -> None:
@@ -109,6 +116,16 @@ def breakdown(paths: list[Path]) -> None:
     print(f"  CPU per move ({moves} moves): parse {parse / moves * 1e6:.1f} us, "
           f"replay {replay / moves * 1e6:.1f} us, "
           f"extraction (mirror, tactics, keys) {extract / moves * 1e6:.1f} us")
+    if fastreplay.ENABLED:
+        start = cpu_seconds()
+        for game in games:
+            try:
+                fastreplay.positions(game)
+            except SgfError:
+                pass
+        fused = cpu_seconds() - start
+        print(f"  compiled replay + extraction in one pass (fastreplay): "
+              f"{fused / moves * 1e6:.2f} us per move, the same rows")
     with tempfile.TemporaryDirectory() as tmp:
         for compress in (False, True):
             writer = ShardWriter(Path(tmp), 1 << 16, compress)
@@ -193,11 +210,22 @@ def speed() -> None:
     games, moves, ref = reference(paths)
     print(f"  reference (read + replay, nothing kept): {games} games in {ref:.2f} CPU s = "
           f"{games / ref:.0f} games/s per core, {moves / ref / 1e3:.1f}k moves/s")
+    if fastreplay.ENABLED:
+        print(f"  compiled replay (numba): loaded in {fastreplay.LOAD_SECONDS:.2f} CPU s, once "
+              "per process, not counted below (the first run on a machine compiles it, ~6 s, "
+              "then it is cached)")
+    else:
+        print("  compiled replay: numba not installed (pip install 'go19[fast]'); pure path")
     with tempfile.TemporaryDirectory() as tmp:
-        for workers in (1, 2):
-            manifest, wall, cpu = timed_build([REAL_SGF], Path(tmp) / f"w{workers}", workers)
+        runs = [(1, False), (1, True), (2, True)] if fastreplay.ENABLED else [(1, False),
+                                                                           (2, False)]
+        for workers, compiled in runs:
+            manifest, wall, cpu = timed_build([REAL_SGF], Path(tmp) / f"w{workers}", workers,
+                                              compiled)
             c = manifest["counts"]
-            print(f"  build --workers {workers}: {c['games_kept']} games, {c['samples']} samples; "
+            path = "compiled" if compiled else "pure"
+            print(f"  build --workers {workers} ({path}): {c['games_kept']} games, "
+                  f"{c['samples']} samples; "
                   f"wall {wall:.2f} s = {c['games_kept'] / wall:.0f} games/s, "
                   f"{c['samples'] / wall / 1e3:.1f}k samples/s; CPU {cpu:.2f} s = "
                   f"{c['games_kept'] / cpu:.0f} games/s per core "

@@ -15,6 +15,11 @@ Both rates leave out KataGo's start (net loading) and count from the engine's fi
 answer (``query_version``) to the last position's answer. Rounds alternate the order
 (direct first in odd rounds), since the machine's load drifts. Target: go19 label >= 95 %
 of direct.
+
+With Ray installed (the ``cluster`` extra), ``--engines`` runs ``go19 label --ray`` on a
+local Ray with 1 engine and then with N (default 2), each engine an actor held to one core
+(``--cpus-per-engine 1``), on the same positions: scaling = rate(N) / rate(1), target
+>= 1.8x for 2 engines at ``--visits 1``. ``--engines 0`` skips it.
 """
 
 from __future__ import annotations
@@ -76,10 +81,11 @@ def direct(paths: KataGoPaths, games: list[LabelGame], log: Path) -> tuple[int, 
         process.wait(timeout=60)
 
 
-def through_label(files: list[Path], moves: int, out: Path) -> tuple[int, float]:
+def through_label(files: list[Path], moves: int, out: Path,
+                  extra: tuple[str, ...] = ()) -> tuple[int, float]:
     result = subprocess.run(
         [sys.executable, "-m", "orchestrator.cli", "label", *map(str, files), "--out",
-         str(out), "--max-moves", str(moves)],
+         str(out), "--max-moves", str(moves), *extra],
         cwd=REPO, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"go19 label failed: {result.stderr.strip()}")
@@ -92,6 +98,8 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=3)
     parser.add_argument("--moves", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--engines", type=int, default=2,
+                        help="engines for the Ray scaling run (0: skip it)")
     args = parser.parse_args()
     paths = KataGoPaths(REPO / ".katago")
     if paths.missing():
@@ -124,7 +132,29 @@ def main() -> int:
     print(f"go19 label:                                         {rate['label']:.3f} positions/s")
     ratio = rate["label"] / rate["direct"]
     print(f"ratio go19 label / direct: {100 * ratio:.1f} % (target >= 95 %)")
+    if args.engines:
+        # As many games per engine (an engine left with fewer games idles at the end).
+        scaling(sorted(PRO.glob("*.sgf"))[:2 * args.engines], args.moves, args.engines)
     return 0
+
+
+def scaling(files: list[Path], moves: int, engines: int) -> None:
+    """``go19 label --ray`` with 1 engine, then ``engines``, one core each."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print("ray scaling: Ray not installed (pip install 'go19[cluster]'); skipped")
+        return
+    rates = {}
+    with tempfile.TemporaryDirectory(prefix="bench-label-ray-") as tmp:
+        for n in (1, engines):
+            n_pos, seconds = through_label(files, moves, Path(tmp) / f"ray-{n}", (
+                "--ray", "--engines", str(n), "--cpus-per-engine", "1"))
+            rates[n] = n_pos / seconds
+            print(f"  go19 label --ray --engines {n}: {n_pos} positions in {seconds:.1f} s = "
+                  f"{rates[n]:.3f} positions/s")
+    print(f"ray scaling, {engines} engines / 1: {rates[engines] / rates[1]:.2f}x "
+          f"(target >= 1.8x for 2)")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.commands import count_int, examples, found_line, positive_int
+from orchestrator.commands import count_int, dataset_ray, examples, found_line, positive_int
 from orchestrator.coords import MOVE_TEXTS
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.build import EmptyDataset
@@ -88,6 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--allow-missing-labels", action="store_true",
                    help="with --labels: keep positions without a label (label fields "
                    "NaN / -1) instead of dropping them")
+    dataset_ray.add_options(b)
     b.set_defaults(func=run_build)
 
     c = commands.add_parser(
@@ -210,12 +211,13 @@ def run_build(args: argparse.Namespace) -> int:
             require_provenance=args.require_provenance, shard_size=args.shard_size,
             compress=not args.no_compress,
         )
-        manifest = build(
-            args.inputs, args.out, options, provenance=args.source_manifest,
-            workers=args.workers, force=args.force,
-            progress=_progress(started) if sys.stderr.isatty() else None, join=join,
-            refuse_empty=True,
-        )
+        with dataset_ray.reader(args) as reader:
+            manifest = build(
+                args.inputs, args.out, options, provenance=args.source_manifest,
+                workers=args.workers, force=args.force,
+                progress=_progress(started) if sys.stderr.isatty() else None, join=join,
+                refuse_empty=True, reader=reader,
+            )
     except EmptyDataset as exc:
         if sys.stderr.isatty():
             print(file=sys.stderr)

@@ -11,7 +11,7 @@ from pathlib import Path
 import trio
 
 import orchestrator
-from orchestrator.commands import count_int, examples, found_line, positive_int
+from orchestrator.commands import count_int, examples, found_line, label_ray, positive_int
 from orchestrator.dataset.shards import DatasetError
 from orchestrator.label.config import KataGoPaths
 from orchestrator.label.games import LabelGame, select_games
@@ -63,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-moves", type=positive_int, metavar="N",
                         help="label only the positions before moves 1..N of each game "
                         "(default: every move)")
+    label_ray.add_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -123,6 +124,8 @@ def _nothing(games: list[LabelGame], void_files: int, out: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ray is not None:
+        return label_ray.run(args)
     options = RunOptions(visits=args.visits, ownership=args.ownership,
                          max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
     try:

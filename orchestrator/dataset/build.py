@@ -392,6 +392,7 @@ def build(
     progress: Callable[[Counts], None] | None = None,
     join: Join | None = None,
     refuse_empty: bool = False,
+    reader: Callable[[Sequence[str]], Iterable[GameRead]] | None = None,
 ) -> dict:
     """Build a dataset folder at ``out`` from SGF files and folders; return its manifest.
 
@@ -411,7 +412,8 @@ def build(
     builder = _Builder(partial, options, table, stages, join)
     try:
         builder.counts.files, builder.counts.void_files = len(files), void_files
-        for n, game in enumerate(read_all([str(f) for f in files], workers), 1):
+        paths = [str(f) for f in files]  # reader: step 1 elsewhere (orchestrator.cluster)
+        for n, game in enumerate(read_all(paths, workers) if reader is None else reader(paths), 1):
             builder.add(game)
             if progress is not None and n % 1000 == 0:
                 progress(builder.counts)

@@ -201,8 +201,9 @@ def _game_read(path: str, game: SgfGame) -> GameRead:
     )
     if props.get(VOID_PROP, "").strip() not in ("", "0"):
         return GameRead(status="void", **common)
+    from orchestrator.dataset.fastreplay import positions as fast  # _positions, compiled
     try:
-        positions = _positions(game)
+        positions = fast(game)
     except SgfError as exc:
         return GameRead(status="rejected", reason=exc.kind, detail=exc.reason,
                         at_move=getattr(exc, "move", None), **common)

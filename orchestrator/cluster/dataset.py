@@ -1,0 +1,50 @@
+"""``go19 dataset build --ray``: step 1 of the build (read, replay, samples) as Ray tasks.
+
+Each task is :func:`orchestrator.dataset.samples.read_files` on one batch of files, the
+very function and batches (``build._batches``) that ``--workers`` hands its processes; the
+driver takes the results back in batch order, so dedup, picks and shards (steps 2-6, in
+the driver as always) see the games in the same order and the dataset is the same, byte
+for byte. At most ``max_in_flight`` tasks are out at once: a slow driver holds back the
+cluster instead of piling results up in memory.
+
+The files are read by path on whichever node runs the task: every node must see the
+inputs at the same path (a shared or replicated folder).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from orchestrator.dataset.build import _batches
+from orchestrator.dataset.samples import GameRead, read_files
+
+
+def in_flight_for(ray: Any) -> int:
+    """Two tasks per CPU of the cluster, as ``--workers`` keeps two per process."""
+    return max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+
+
+def ray_reader(ray: Any, max_in_flight: int | None = None
+               ) -> Callable[[Sequence[str]], Iterator[GameRead]]:
+    """A ``reader`` for :func:`orchestrator.dataset.build.build` running on ``ray``."""
+    limit = max_in_flight or in_flight_for(ray)
+    task = ray.remote(read_files)
+
+    def read(files: Sequence[str]) -> Iterator[GameRead]:
+        pending: deque = deque()
+        try:
+            for batch in _batches(files):
+                pending.append(task.remote(batch))
+                if len(pending) >= limit:
+                    for games in ray.get(pending.popleft()):
+                        yield from games
+            while pending:
+                for games in ray.get(pending.popleft()):
+                    yield from games
+        finally:
+            for ref in pending:  # the build stopped early: drop the rest
+                ray.cancel(ref)
+
+    return read

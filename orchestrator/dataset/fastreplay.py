@@ -1,0 +1,310 @@
+"""A compiled replay-and-extract pass for the dataset build (numba, the ``fast`` extra).
+
+:func:`positions` gives exactly :func:`orchestrator.dataset.samples._positions`'s rows
+(boards before each move, ko points, tactics bits, dedup keys) from one fused loop over
+plain arrays: no ``Board``, ``Group`` or per-move Python objects. The rules are go19's
+(:mod:`orchestrator.rules.board`): occupied points, suicide, captures, positional superko
+by the same 64-bit Zobrist hashes, setups (AB/AW/AE) where the record has them.
+
+The pure path stays the reference: without numba, for boards other than 19x19, and for
+every game the kernel finds anything wrong with (an illegal move, an impossible setup),
+:func:`positions` calls ``_positions``, which raises the very error ``go19 replay``
+gives. So the kernel never has to spell an error, and a game the kernel accepts is one
+the reference accepts with the same rows (tests/dataset/test_fastreplay.py checks that
+on the whole real corpus and on random games).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from functools import cache
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+
+from orchestrator.coords import PASS
+from orchestrator.dataset.samples import AREA, SIZE, Positions, _positions, origin_of
+from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
+from orchestrator.sgf import Setup, SgfGame, SgfMove
+
+try:
+    from numba import njit
+except ImportError:  # the pure path only
+    njit = None
+
+# GO19_PURE_REPLAY=1 keeps the reference path even with numba installed (to compare).
+ENABLED = njit is not None and os.environ.get("GO19_PURE_REPLAY", "") in ("", "0")
+
+_colour = attrgetter("color")
+_point = attrgetter("point")
+_source = attrgetter("source")
+
+
+@cache
+def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zobrist keys (3, AREA) as the rules board's, side/ko keys, neighbours (-1 padded)."""
+    zob = np.array(zobrist_table(SIZE), dtype=np.uint64)
+    side_ko = np.array(side_ko_table(SIZE), dtype=np.uint64)
+    adj = np.full((AREA, 4), -1, np.int16)
+    for p, qs in enumerate(neighbours_table(SIZE)):
+        adj[p, :len(qs)] = qs
+    return zob, side_ko, adj
+
+
+def _flood(board: Any, adj: Any, start: int, mark: Any, stamp: int, libmark: Any,
+           stack: Any, enough: int) -> tuple[int, int]:
+    """The group at ``start``: its stones in ``stack[:count]`` (each marked ``stamp``),
+    and its liberties counted once each; returns (count, liberties). Stops as soon as
+    it has counted ``enough`` liberties (the callers only tell 0, 1, 2 or more apart):
+    then ``count`` is short and some stones unmarked, which costs a second look at most."""
+    color = board[start]
+    mark[start] = stamp
+    stack[0] = start
+    count, top, libs = 1, 0, 0
+    while top < count:
+        p = stack[top]
+        top += 1
+        for k in range(4):
+            q = adj[p, k]
+            if q < 0:
+                break
+            s = board[q]
+            if s == 0:
+                if libmark[q] != stamp:
+                    libmark[q] = stamp
+                    libs += 1
+                    if libs >= enough:
+                        return count, libs
+            elif s == color and mark[q] != stamp:
+                mark[q] = stamp
+                stack[count] = q
+                count += 1
+    return count, libs
+
+
+def _seen(table: Any, used: Any, key: Any) -> bool:
+    mask = len(table) - 1
+    i = np.int64(key & np.uint64(mask))
+    while used[i]:
+        if table[i] == key:
+            return True
+        i = (i + 1) & mask
+    return False
+
+
+def _remember(table: Any, used: Any, key: Any) -> None:
+    mask = len(table) - 1
+    i = np.int64(key & np.uint64(mask))
+    while used[i]:
+        if table[i] == key:
+            return
+        i = (i + 1) & mask
+    used[i] = True
+    table[i] = key
+
+
+def _setup(board: Any, adj: Any, at: int, changes: Any, mark: Any, libmark: Any,
+           stack: Any, stamp: int, zob: Any) -> tuple[bool, Any, int]:
+    """Apply setup ``at``'s changes; (ok, the board's new hash, next stamp)."""
+    for j in range(changes[0][at], changes[0][at + 1]):
+        p = changes[1][j]
+        if p < 0 or p >= board.shape[0]:
+            return False, np.uint64(0), stamp
+        board[p] = changes[2][j]
+    h = np.uint64(0)
+    base = stamp
+    for p in range(board.shape[0]):
+        if board[p] != 0:
+            h ^= zob[board[p], p]
+            if mark[p] < base:  # a group not flooded yet in this setup
+                stamp += 1
+                count, libs = _flood(board, adj, p, mark, stamp, libmark, stack, 1)
+                if libs == 0:
+                    return False, h, stamp
+    return True, h, stamp + 1
+
+
+def _replay(colors: Any, points: Any, setup_before: Any, changes: Any, zob: Any,
+            side_ko: Any, adj: Any, boards: Any, ko_out: Any, tactical: Any,
+            keys: Any) -> int:
+    """Fill the rows; -1 if every move and setup is legal, else the step that is not."""
+    n = colors.shape[0]
+    area = adj.shape[0]
+    board = np.zeros(area, np.uint8)
+    mark = np.zeros(area, np.int64)
+    libmark = np.zeros(area, np.int64)
+    stack = np.zeros(area, np.int16)
+    captured = np.zeros(area, np.int16)
+    size = 16
+    while size < 4 * (n + setup_before.shape[0] + 1):
+        size *= 2
+    table = np.zeros(size, np.uint64)
+    used = np.zeros(size, np.bool_)
+    h = np.uint64(0)
+    _remember(table, used, h)
+    ko = -1
+    stamp = 1
+    pending = 0
+    for i in range(n):
+        while pending < setup_before.shape[0] and setup_before[pending] < i + 1:
+            ok, h, stamp = _setup(board, adj, pending, changes, mark, libmark, stack,
+                                  stamp + 1, zob)
+            if not ok:
+                return i
+            _remember(table, used, h)
+            ko = -1
+            pending += 1
+        color = colors[i]
+        p = points[i]
+        boards[i, :] = board
+        ko_out[i] = ko
+        keys[i] = h ^ side_ko[color * (area + 1) + ko + 1]
+        if p < 0:  # a pass
+            tactical[i] = 0
+            ko = -1
+            continue
+        if p >= area or board[p] != 0:
+            return i
+        bits = 0
+        base = stamp + 1
+        n_captured = 0
+        friends = 0
+        friend_breathes = False
+        own_in_atari = False
+        empties = 0
+        for k in range(4):
+            q = adj[p, k]
+            if q < 0:
+                break
+            s = board[q]
+            if s == 0:
+                empties += 1
+                continue
+            if mark[q] >= base:
+                continue  # a group already read for this move
+            stamp += 1
+            # Opponents: 1 liberty is a capture, 2 an atari; own groups: 1 is in atari.
+            count, libs = _flood(board, adj, q, mark, stamp, libmark, stack,
+                                 3 if s != color else 2)
+            if s != color:
+                if libs == 1:
+                    bits |= 1  # capture
+                    for j in range(count):
+                        captured[n_captured + j] = stack[j]
+                    n_captured += count
+                elif libs == 2:
+                    bits |= 2  # atari
+            else:
+                friends += 1
+                if libs == 1:
+                    own_in_atari = True
+                else:
+                    friend_breathes = True
+        if n_captured == 0 and empties == 0 and not friend_breathes:
+            return i  # suicide
+        new_hash = h ^ zob[color, p]
+        other = 3 - color
+        for j in range(n_captured):
+            new_hash ^= zob[other, captured[j]]
+        if _seen(table, used, new_hash):
+            return i  # positional superko
+        board[p] = color
+        for j in range(n_captured):
+            board[captured[j]] = 0
+        h = new_hash
+        _remember(table, used, h)
+        ko = -1
+        if own_in_atari or (n_captured == 1 and friends == 0):
+            stamp += 1
+            count, libs = _flood(board, adj, p, mark, stamp, libmark, stack, 2)
+            if own_in_atari and libs >= 2:
+                bits |= 4  # escape
+            if n_captured == 1 and friends == 0 and libs == 1:
+                ko = captured[0]
+        tactical[i] = bits
+    while pending < setup_before.shape[0]:  # setups after the last move must be possible too
+        ok, h, stamp = _setup(board, adj, pending, changes, mark, libmark, stack, stamp + 1,
+                              zob)
+        if not ok:
+            return n
+        pending += 1
+    return -1
+
+
+if ENABLED:
+    _flood = njit(cache=True, nogil=True)(_flood)
+    _seen = njit(cache=True, nogil=True)(_seen)
+    _remember = njit(cache=True, nogil=True)(_remember)
+    _setup = njit(cache=True, nogil=True)(_setup)
+    _replay = njit(cache=True, nogil=True)(_replay)
+
+
+def _changes(game: SgfGame) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Setups as arrays: before_move per setup; offsets, points, colours of the changes in
+    ``Board.setup``'s order (cleared, then black, then white)."""
+    before = np.array([s.before_move for s in game.setup], np.int64)
+    offsets, pts, cols = [0], [], []
+    for s in game.setup:
+        for group, colour in ((s.empty, 0), (s.black, 1), (s.white, 2)):
+            pts += group
+            cols += [colour] * len(group)
+        offsets.append(len(pts))
+    return before, (np.array(offsets, np.int64), np.array(pts, np.int64),
+                    np.array(cols, np.uint8))
+
+
+def warm() -> float:
+    """Compile the kernel (once per machine: numba caches it) or load it (once per
+    process, a fraction of a second); seconds taken. Where numba cannot compile here, the
+    pure path takes over with a warning."""
+    global ENABLED
+    started = time.process_time()
+    if ENABLED:
+        try:
+            positions(SgfGame(moves=(SgfMove(1, 0), SgfMove(2, 1)),
+                              setup=(Setup(0, black=(3,)), Setup(5, white=(4,)))))
+        except Exception as exc:  # numba installed but unusable on this machine
+            ENABLED = False
+            warnings.warn(f"go19: the compiled replay is unusable here ({exc}); using the "
+                          "pure path", RuntimeWarning, stacklevel=2)
+    return time.process_time() - started
+
+
+def positions(game: SgfGame) -> Positions:
+    """``samples._positions(game)``, computed by the kernel where it can be."""
+    if not ENABLED or game.size != SIZE:
+        return _positions(game)
+    moves = game.moves
+    n = len(moves)
+    colors = np.fromiter(map(_colour, moves), np.uint8, n)
+    points = np.fromiter(map(_point, moves), np.int64, n)
+    before, changes = _changes(game)
+    zob, side_ko, adj = _tables()
+    boards = np.empty((n, AREA), np.uint8)
+    ko = np.empty(n, np.int16)
+    tactical = np.empty(n, np.uint8)
+    keys = np.empty(n, np.uint64)
+    if _replay(colors, points, before, changes, zob, side_ko, adj, boards, ko, tactical,
+               keys) >= 0:
+        return _positions(game)  # raises the reference's own error for this game
+    sources = list(map(_source, moves))
+    if sources.count(None) == n:
+        origin = np.zeros(n, np.uint8)
+    else:
+        origin = np.array([origin_of(s) for s in sources], np.uint8)
+    return Positions(
+        board=boards.reshape(n, SIZE, SIZE),
+        to_play=colors,
+        move=np.where(points == PASS, AREA, points).astype(np.int16),
+        move_number=np.arange(1, n + 1, dtype=np.int32),
+        ko=ko,
+        tactical=tactical,
+        origin=origin,
+        key=keys,
+    )
+
+
+LOAD_SECONDS = warm()  # CPU seconds this process spent compiling or loading the kernel

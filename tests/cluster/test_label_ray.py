@@ -1,0 +1,213 @@
+"""`go19 label --ray`: two CPU KataGo actors on a local Ray label real games as one engine
+does, and an actor killed with games in flight loses nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.cluster.label import ClusterOptions, RayLabelRun
+from orchestrator.cluster.label_actor import EngineSpec
+from orchestrator.dataset.shards import load
+from orchestrator.label.games import select_games
+from orchestrator.label.progress import PlainReporter
+from orchestrator.label.run import LabelRunError, RunOptions
+from orchestrator.label.store import LabelSet, LabelWriter
+from tests.cluster.conftest import REAL, requires_real
+from tests.label.conftest import requires_katago
+
+pytestmark = [requires_katago, requires_real]
+
+MOVES = 3  # positions per game: CPU KataGo answers about one a second
+
+
+def _files(n: int) -> list[str]:
+    return [str(p) for p in sorted((REAL / "pro19").glob("*.sgf"))[:n]]
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("single") / "labels"
+    assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES)]) == 0
+    return out
+
+
+def _games(folder: Path) -> dict[str, dict[str, Any]]:
+    return {g["ident"]: g for g in json.loads((folder / "labels.json").read_text())["games"]}
+
+
+def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: Path) -> None:
+    out = tmp_path / "labels"
+    assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
+                 "--ray", "--engines", "2"]) == 0
+    one, two = LabelSet(single), LabelSet(out)
+    assert _games(out).keys() == _games(single).keys()
+    assert two.manifest["counts"] == one.manifest["counts"]
+    assert two.manifest["settings"] == one.manifest["settings"]
+    assert two.manifest["engine"]["model_names"] == one.manifest["engine"]["model_names"]
+    assert two.manifest["runs"][-1]["ray"]["engines"] == 2
+    # The folder is the single-engine format: the plain command resumes it, asking nothing.
+    assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
+                 "--resume"]) == 0
+    resumed = LabelSet(out).manifest
+    assert resumed["runs"][-1]["labelled"] == 0 and resumed["counts"] == one.manifest["counts"]
+    for ident, entry in _games(single).items():
+        sha1, index = ident.split(":")
+        a, b = one.game(sha1, int(index)), two.game(sha1, int(index))
+        assert a is not None and b is not None and entry["positions"] == MOVES
+        for name in ("sha1", "game_index", "move_number", "to_play", "key", "best_move"):
+            assert np.array_equal(a.arrays[name], b.arrays[name]), (ident, name)
+        # nnRandomize = false: one visit is the raw net, equal up to float rounding.
+        np.testing.assert_allclose(a.arrays["policy"], b.arrays["policy"], atol=1e-4)
+        np.testing.assert_allclose(a.arrays["winrate"], b.arrays["winrate"], atol=1e-3)
+
+
+def test_ray_labels_build_the_same_dataset(local_ray: Any, single: Path,
+                                           tmp_path: Path) -> None:
+    out = tmp_path / "labels"
+    assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
+                 "--ray", "--engines", "2"]) == 0
+    built = {}
+    for name, labels in (("single", single), ("ray", out)):
+        built[name] = tmp_path / f"ds-{name}"
+        assert main(["dataset", "build", *_files(3), "--out", str(built[name]), "--labels",
+                     str(labels), "--target", "katago"]) == 0
+    a = json.loads((built["single"] / "manifest.json").read_text())
+    b = json.loads((built["ray"] / "manifest.json").read_text())
+    assert a["counts"] == b["counts"] and a["labels"]["labelled"] == 3 * MOVES
+    x, y = load(built["single"]), load(built["ray"])
+    assert x.keys() == y.keys() and len(x["move"]) == a["counts"]["samples"] > 0
+    for name in x:
+        if x[name].dtype.kind == "f":
+            np.testing.assert_allclose(x[name], y[name], atol=1e-3, err_msg=name)
+        else:
+            assert np.array_equal(x[name], y[name]), name
+
+
+def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) -> None:
+    ray = local_ray
+    moves = 6  # games long enough to be caught half answered
+    games, _ = select_games(_files(6), max_moves=moves)
+    options = RunOptions(visits=1, max_in_flight=1)
+    writer = LabelWriter.open(tmp_path / "labels", options.settings(moves), [], resume=False)
+    killed: list[int] = []
+
+    def kill_mid_game(run: RayLabelRun) -> None:
+        # The state, not a time: engine 0 holds a game it has answered in part.
+        if not killed and run.in_flight(0) and run.answered(0) > run.finished(0):
+            killed.append(run.answered(0))
+            ray.kill(run.slots[0].actor, no_restart=True)
+
+    lines = io.StringIO()
+    run = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2, interval=3600),
+                      PlainReporter(lines), watch=kill_mid_game)
+    result = run.run(ray, games)
+    writer.flush()
+    assert killed, "engine 0 never held a game in flight with answers"
+    assert result.restarts == 1 and "engine 0" in lines.getvalue()
+    assert result.labelled == len(games) == 6 and result.errors == 0
+    labels = LabelSet(tmp_path / "labels")
+    assert labels.manifest["counts"]["status"] == {"ok": 6}
+    assert len(labels) == 6 * moves  # each position once: none lost, none twice
+    rows = set(zip(labels.arrays["sha1"].tolist(), labels.arrays["game_index"].tolist(),
+                   labels.arrays["move_number"].tolist(), strict=True))
+    assert len(rows) == 6 * moves
+    assert {g.ident for g in games} == {g["ident"] for g in labels.manifest["games"]}
+
+
+def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
+    games, _ = select_games(_files(4), max_moves=MOVES)
+    options = RunOptions(visits=1, max_in_flight=1)
+    folder = tmp_path / "labels"
+    writer = LabelWriter.open(folder, options.settings(MOVES), [], resume=False)
+
+    def interrupt(run: RayLabelRun) -> None:
+        if run.result.labelled:  # the state: one game written to the writer
+            raise KeyboardInterrupt
+
+    run = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2),
+                      PlainReporter(io.StringIO()), watch=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            run.run(local_ray, games)
+        finally:
+            writer.flush()  # what the command's finally does
+    done = LabelSet(folder)
+    assert 1 <= done.manifest["counts"]["status"].get("ok", 0) < len(games)
+    assert len(done) == MOVES * done.manifest["counts"]["status"]["ok"]
+    # Resuming asks only the others, and ends with every game once.
+    writer = LabelWriter.open(folder, options.settings(MOVES), [], resume=True)
+    rest = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2),
+                       PlainReporter(io.StringIO())).run(local_ray, games)
+    writer.flush()
+    assert rest.already == done.manifest["counts"]["status"]["ok"]
+    assert rest.labelled == len(games) - rest.already
+    assert len(LabelSet(folder)) == MOVES * len(games)
+
+
+def test_engine_that_cannot_start_is_one_line(local_ray: Any, tmp_path: Path) -> None:
+    games, _ = select_games(_files(1), max_moves=1)
+    options = RunOptions()
+    writer = LabelWriter.open(tmp_path / "labels", options.settings(1), [], resume=False)
+    missing = str(tmp_path / "no-katago")
+    run = RayLabelRun(writer, EngineSpec(binary=missing), options, ClusterOptions(engines=1),
+                      PlainReporter(io.StringIO()))
+    with pytest.raises(LabelRunError) as error:
+        run.run(local_ray, games)
+    assert str(error.value) == (f"KataGo engines did not start: KataGo binary {missing}: "
+                                "no such file on node " + socket.gethostname())
+
+
+def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_path: Path,
+                                                         capsys: Any) -> None:
+    # num_cpus=2: three one-CPU engines would wait for ever; a GPU engine has no GPU.
+    for extra in (["--engines", "3"], ["--engines", "1", "--gpus-per-engine", "1"]):
+        out = tmp_path / "-".join(extra)
+        status = main(["label", *_files(3), "--out", str(out), "--max-moves", "1",
+                       "--ray", *extra])
+        err = capsys.readouterr().err
+        assert status == 1 and "the Ray cluster has" in err, err
+        assert LabelSet(out).manifest["counts"]["games"] == 0  # nothing asked, folder usable
+
+
+def test_katago_killed_inside_an_actor_restarts_there(local_ray: Any, tmp_path: Path) -> None:
+    ray = local_ray
+    moves = 6
+    games, _ = select_games(_files(4), max_moves=moves)
+    options = RunOptions(visits=1, max_in_flight=1)
+    writer = LabelWriter.open(tmp_path / "labels", options.settings(moves), [], resume=False)
+    killed: list[int] = []
+    later: set[int] = set()
+
+    def kill_katago(run: RayLabelRun) -> None:
+        # The state: engine 0 holds a game it has answered in part; its KataGo dies.
+        pid = ray.get(run.slots[0].actor.katago_pid.remote())
+        if killed and pid is not None:
+            later.add(pid)
+        elif not killed and pid is not None and run.in_flight(0) and (
+                run.answered(0) > run.finished(0)):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    run = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2, interval=3600),
+                      PlainReporter(io.StringIO()), watch=kill_katago)
+    result = run.run(ray, games)
+    writer.flush()
+    assert killed, "engine 0 never held a game in flight with answers"
+    assert result.restarts == 0  # the actor lived on: its KataGo restarted inside it
+    assert later and killed[0] not in later
+    assert result.labelled == len(games) and result.errors == 0
+    labels = LabelSet(tmp_path / "labels")
+    assert len(labels) == moves * len(games)
+    rows = set(zip(labels.arrays["sha1"].tolist(), labels.arrays["game_index"].tolist(),
+                   labels.arrays["move_number"].tolist(), strict=True))
+    assert len(rows) == moves * len(games)
