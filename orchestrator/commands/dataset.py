@@ -117,7 +117,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "template, the answer the sample's move. docs/formats.md describes both formats.",
         epilog=examples(
             "go19 dataset export datasets/demo --format parquet --out exports/demo",
-            "go19 dataset export datasets/demo --format jsonl --answer sgf --out exports/demo-jsonl",
+            "go19 dataset export datasets/demo --format jsonl --answer sgf --out exports/jsonl",
         ),
     )
     e.add_argument("dataset", type=Path, metavar="DATASET_DIR",
