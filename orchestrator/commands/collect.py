@@ -85,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--web", metavar="[HOST:]PORT",
         help="also serve a watch page of the run (needs the web extra; host 127.0.0.1 "
-        "unless given)",
+        "unless given; default: no watch page)",
     )
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="read and replay the files in Ray tasks (pip install "
                         "'go19[cluster]', docs/cluster.md): `auto` joins the running "
                         "cluster, an address joins that one, no value starts a local Ray "
-                        "(write it as --ray=ADDRESS before the inputs); same dataset")
+                        "(write it as --ray=ADDRESS before the inputs); same dataset "
+                        "(default: no Ray, --workers processes here)")
 
 
 @contextmanager

@@ -31,7 +31,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ray", nargs="?", const=LOCAL, metavar="ADDRESS",
                        help="run the engines as Ray actors: `auto` joins the running cluster, "
                        "an address joins that one, no value starts a local Ray for this "
-                       "command (write it as --ray=ADDRESS before the inputs)")
+                       "command (write it as --ray=ADDRESS before the inputs; default: no "
+                       "Ray, one KataGo here)")
     group.add_argument("--engines", type=positive_int, default=2, metavar="N",
                        help="KataGo engines, one Ray actor each (with --ray; default 2)")
     group.add_argument("--gpus-per-engine", type=positive_float, default=0.0, metavar="G",

@@ -19,6 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "AI, AI vs VLM, human vs VLM and VLM vs VLM (GO19 servers), with the live estimate, "
         "connection checks and training mode (finished games saved as SGF under "
         "--recordings). Prints the page's URL; Ctrl-C stops.",
+        epilog="examples:\n  go19 play --open\n  go19 play --host 0.0.0.0 --port 8019",
     )
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1; the page has no "

@@ -32,12 +32,11 @@ def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
 COMMANDS = [pytest.param(parser, id=name) for name, parser in parsers()[1:]]
 
 
-def entries(help_text: str, heading: str) -> dict[str, str]:
-    """The entries of one section of a help text, by their first word, whitespace
-    collapsed."""
-    section = help_text.split(f"\n{heading}:\n", 1)[1].split("\n\n", 1)[0]
+def option_entries(help_text: str) -> dict[str, str]:
+    """The options' entries of a help text (in any section: argument groups have their
+    own headings), by their first word, whitespace collapsed."""
     out: dict[str, str] = {}
-    for block in re.split(r"\n(?=  \S)", section):
+    for block in re.findall(r"^  -.*(?:\n   +\S.*)*", help_text, re.M):
         words = block.split()
         out[words[0].rstrip(",")] = " ".join(words)
     return out
@@ -55,8 +54,7 @@ def test_go19_help_lists_the_commands_in_workflow_order() -> None:
 
 @pytest.mark.parametrize("parser", COMMANDS)
 def test_every_option_has_a_help_text_and_shows_its_default(parser) -> None:
-    text = parser.format_help()
-    options = entries(text, "options")
+    options = option_entries(parser.format_help())
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
             continue
