@@ -37,7 +37,7 @@ from orchestrator.web.connection import ServerCheck
 from orchestrator.web.pulse import Pulse
 
 if TYPE_CHECKING:  # what play_game returns (its name is changing in collect; only typed here)
-    from orchestrator.collect.referee import GameOutcome
+    from orchestrator.collect.referee import RefereedGame
 
 Mode = Literal["hh", "ha", "av", "hv", "vv"]
 MODE_NAMES = {
@@ -216,7 +216,7 @@ class PlaySession:
         self.live: LiveGame | None = None
         self.game_settings = self.settings
         self.marks: dict[int, str] = {}  # move index -> fallback reason
-        self.outcome: GameOutcome | None = None
+        self.outcome: RefereedGame | None = None
         self.end_text = ""
         self.status = ("", "info")
         self.saved: list[Path] = []
@@ -465,7 +465,7 @@ class PlaySession:
                 seats[WHITE] = seats[BLACK]  # self-play: one player answers for both colours
         return seats, meta
 
-    def _save(self, outcome: GameOutcome, meta: dict[str, dict]) -> Path:
+    def _save(self, outcome: RefereedGame, meta: dict[str, dict]) -> Path:
         """Training mode: the finished game as collect records it, in recordings/, named
         as collect names a game (``baduk-<stamp>-<game>.sgf``, as its record says)."""
         self.recordings.mkdir(parents=True, exist_ok=True)
