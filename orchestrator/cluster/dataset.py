@@ -48,3 +48,37 @@ def ray_reader(ray: Any, max_in_flight: int | None = None
                 ray.cancel(ref)
 
     return read
+
+
+def ray_runner(ray: Any, max_in_flight: int | None = None) -> Callable[..., Iterator[dict]]:
+    """A ``runner`` for :func:`orchestrator.dataset.export.export`: each chunk is
+    :func:`~orchestrator.dataset.export_write.export_chunk` in a Ray task (the function the
+    process pool runs), results in task order, at most ``max_in_flight`` out. A chunk
+    writes its files under the export's folder by path: on a cluster that folder must be
+    shared."""
+    from orchestrator.dataset.export_write import export_chunk
+
+    limit = max_in_flight or in_flight_for(ray)
+    task = ray.remote(export_chunk)
+
+    def run(tasks: list[dict], workers: int, done: Callable[[int], None]) -> Iterator[dict]:
+        pending: deque = deque()
+        written = 0
+        try:
+            for item in tasks:
+                pending.append(task.remote(item))
+                if len(pending) >= limit:
+                    result = ray.get(pending.popleft())
+                    written += result["samples"]
+                    done(written)
+                    yield result
+            while pending:
+                result = ray.get(pending.popleft())
+                written += result["samples"]
+                done(written)
+                yield result
+        finally:
+            for ref in pending:
+                ray.cancel(ref)
+
+    return run

@@ -139,6 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="processes rendering and writing (output is the same for any N)")
     e.add_argument("--force", action="store_true", help="replace an existing export at --out")
+    dataset_ray.add_options(e, "render and write the chunks")
     e.set_defaults(func=run_export)
 
 
@@ -268,9 +269,9 @@ def run_export(args: argparse.Namespace) -> int:
             template=read_template(args.prompt),
             prompt_file=str(args.prompt) if args.prompt else None, shard_size=args.shard_size,
         )
-        with ExportProgress() as progress:
+        with dataset_ray.runner(args) as runner, ExportProgress() as progress:
             manifest = export(args.dataset, args.out, options, workers=args.workers,
-                              force=args.force, progress=progress)
+                              force=args.force, progress=progress, runner=runner)
     except DatasetError as exc:
         print(f"dataset export: {exc}", file=sys.stderr)
         return 2

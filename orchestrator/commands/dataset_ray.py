@@ -14,9 +14,10 @@ LOCAL = "local"
 Reader = Callable[[Sequence[str]], Iterable[GameRead]]
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
+def add_options(parser: argparse.ArgumentParser,
+                what: str = "read and replay the files") -> None:
     parser.add_argument("--ray", nargs="?", const=LOCAL, metavar="ADDRESS",
-                        help="read and replay the files in Ray tasks (pip install "
+                        help=f"{what} in Ray tasks (pip install "
                         "'go19[cluster]', docs/cluster.md): `auto` joins the running "
                         "cluster, an address joins that one, no value starts a local Ray "
                         "(write it as --ray=ADDRESS before the inputs); same dataset "
@@ -36,4 +37,20 @@ def reader(args: argparse.Namespace) -> Iterator[Reader | None]:
         with ray_session(None if args.ray == LOCAL else args.ray) as ray:
             yield ray_reader(ray)
     except ClusterError as exc:  # Ray missing or unreachable: one line, as bad input
+        raise DatasetError(str(exc)) from None
+
+
+@contextmanager
+def runner(args: argparse.Namespace) -> Iterator[Callable[..., Iterator[dict]] | None]:
+    """The export's runner for ``--ray`` (chunks as Ray tasks), or None without it."""
+    if args.ray is None:
+        yield None
+        return
+    from orchestrator.cluster.dataset import ray_runner
+    from orchestrator.cluster.ray_session import ClusterError, ray_session
+
+    try:
+        with ray_session(None if args.ray == LOCAL else args.ray) as ray:
+            yield ray_runner(ray)
+    except ClusterError as exc:
         raise DatasetError(str(exc)) from None

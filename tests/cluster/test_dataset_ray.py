@@ -89,3 +89,24 @@ def test_tasks_in_flight_stay_bounded_and_early_stop_cancels() -> None:
     next(reader)
     reader.close()  # the build stopped (an error): the tasks still out are dropped
     assert stopped.cancelled == stopped.out > 0
+
+
+@requires_real
+def test_ray_export_equals_pool_export(local_ray: Any, tmp_path: Path) -> None:
+    data = tmp_path / "ds"
+    assert main(["dataset", "build", str(REAL / "pro19"), "--out", str(data),
+                 "--max-per-game", "2"]) == 0
+    outs = {}
+    for name, extra in (("one", []), ("ray", ["--ray"])):
+        outs[name] = tmp_path / name / "export"  # same folder name: same dataset_info
+        assert main(["dataset", "export", str(data), "--out", str(outs[name]), "--format",
+                     "jsonl", "--shard-size", "64", *extra]) == 0
+    files = {name: sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+             for name, out in outs.items()}
+    assert files["one"] == files["ray"] and len(files["one"]) > 10
+    for rel in files["one"]:
+        a, b = (outs["one"] / rel).read_bytes(), (outs["ray"] / rel).read_bytes()
+        if rel.name == "manifest.json":
+            drop = ("created", "seconds")
+            a, b = ({k: v for k, v in json.loads(x).items() if k not in drop} for x in (a, b))
+        assert a == b, rel
