@@ -184,7 +184,7 @@ def _json(value: object) -> bytes:
 def export(
     dataset: str | os.PathLike[str],
     out: str | os.PathLike[str],
-    options: ExportOptions = ExportOptions(),
+    options: ExportOptions | None = None,
     *,
     workers: int = 1,
     force: bool = False,
@@ -198,6 +198,9 @@ def export(
 
     Raises :class:`DatasetError` (one line) for an unusable dataset, game or output path.
     """
+    # Built per call, not as a default: ExportOptions() checks for pyarrow, and merely
+    # importing this module (every go19 command does) must work without it.
+    options = options if options is not None else ExportOptions()
     folder, out = Path(dataset), Path(out)
     started = time.monotonic()
     _check_out(out, force)
