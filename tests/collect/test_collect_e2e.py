@@ -234,7 +234,10 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
             (run_dirs[0] / "games.jsonl").read_text().splitlines()
         ) >= 2:
             break
-        time.sleep(0.05)
+        time.sleep(0.05)  # polling for the state (2 journal lines); the 60 s is a hang guard
+    else:
+        proc.kill()
+        pytest.fail("collect recorded fewer than 2 games in 60 s: nothing to kill mid-run")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     run_dir = next(rec.glob("t-*"))
