@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -146,11 +148,28 @@ def run(args: argparse.Namespace) -> int:
     tty = sys.stderr.isatty()
     reporter = RichReporter() if tty else PlainReporter()
     label_run = LabelRun(writer, files, options, reporter)
-    status, finished = 0, False
-    try:
+
+    def label() -> None:
         with reporter if tty else nullcontext():
             trio.run(label_run.run, games)
+
+    return finish(label, label_run, writer, options, args, games, void_files)
+
+
+def finish(label: Callable[[], None], label_run: LabelRun, writer: LabelWriter,
+           options: RunOptions, args: argparse.Namespace, games: list, void_files: int, *,
+           fatal: tuple[type[Exception], ...] = (),
+           more: Callable[[], dict[str, Any]] = dict) -> int:
+    """Runs ``label``, records the run in the folder whatever happens (``more`` adds to that
+    record), prints the summary; the exit status. Shared with the ``--ray`` path so that both
+    keep the same statuses and run record; ``fatal`` errors of that path exit 2 as well."""
+    status, finished = 0, False
+    try:
+        label()
         finished = True
+    except fatal as exc:
+        print(f"label: {exc}", file=sys.stderr)
+        status = 2
     except LabelRunError as exc:
         print(f"label: {exc}", file=sys.stderr)
         status = 1
@@ -164,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
                         "games": result.games, "labelled": result.labelled,
                         "positions": result.positions, "errors": result.errors,
                         "restarts": result.restarts, "max_in_flight": options.max_in_flight,
-                        "max_games": args.max_games, "finished": finished})
+                        "max_games": args.max_games, "finished": finished, **more()})
         writer.flush()
     print(_summary(label_run, args.out, games, void_files))
     return status
