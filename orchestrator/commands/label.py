@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -22,6 +22,7 @@ from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOpti
 from orchestrator.label.store import LabelError, LabelWriter
 
 PREPARED = ".katago"
+T = TypeVar("T")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -130,11 +131,33 @@ def run(args: argparse.Namespace) -> int:
         return label_ray.run(args)
     options = RunOptions(visits=args.visits, ownership=args.ownership,
                          max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
+    opened = open_folder(args, options, engine_files, refuse_empty=True)
+    if isinstance(opened, int):
+        return opened
+    files, games, void_files, writer = opened
+    tty = sys.stderr.isatty()
+    reporter = RichReporter() if tty else PlainReporter()
+    label_run = LabelRun(writer, files, options, reporter)
+
+    def label() -> None:
+        with reporter if tty else nullcontext():
+            trio.run(label_run.run, games)
+
+    return finish(label, label_run, writer, options, args, games, void_files)
+
+
+def open_folder(args: argparse.Namespace, options: RunOptions,
+                before: Callable[[argparse.Namespace], T], *,
+                refuse_empty: bool) -> tuple[T, list[LabelGame], int, LabelWriter] | int:
+    """``before(args)`` (the engine check), the games to label and the opened label folder;
+    or, after one line on stderr, the exit status: 2 for unusable input (``refuse_empty``:
+    also for input without a game to label) or folder, 1 if it cannot be written. Shared
+    with the ``--ray`` path so that both refuse the same input the same way."""
     try:
-        files = engine_files(args)
+        first = before(args)
         games, void_files = select_games(args.inputs, max_games=args.max_games,
                                          max_moves=args.max_moves)
-        if (nothing := _nothing(games, void_files, args.out)) is not None:
+        if refuse_empty and (nothing := _nothing(games, void_files, args.out)) is not None:
             print(f"label: {nothing}", file=sys.stderr)
             return 2
         writer = LabelWriter.open(args.out, options.settings(args.max_moves), map(
@@ -145,15 +168,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"label: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    tty = sys.stderr.isatty()
-    reporter = RichReporter() if tty else PlainReporter()
-    label_run = LabelRun(writer, files, options, reporter)
-
-    def label() -> None:
-        with reporter if tty else nullcontext():
-            trio.run(label_run.run, games)
-
-    return finish(label, label_run, writer, options, args, games, void_files)
+    return first, games, void_files, writer
 
 
 def finish(label: Callable[[], None], label_run: LabelRun, writer: LabelWriter,

@@ -52,12 +52,9 @@ def run(args: argparse.Namespace) -> int:
         import_ray,
         ray_session,
     )
-    from orchestrator.commands.label import finish
-    from orchestrator.dataset.shards import DatasetError
-    from orchestrator.label.games import select_games
+    from orchestrator.commands.label import finish, open_folder
     from orchestrator.label.progress import PlainReporter, RichReporter
     from orchestrator.label.run import RunOptions
-    from orchestrator.label.store import LabelError, LabelWriter
 
     options = RunOptions(visits=args.visits, ownership=args.ownership,
                          max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
@@ -76,17 +73,10 @@ def run(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         print(f"label: {exc}", file=sys.stderr)
         return 2
-    try:
-        games, void_files = select_games(args.inputs, max_games=args.max_games,
-                                         max_moves=args.max_moves)
-        writer = LabelWriter.open(args.out, options.settings(args.max_moves), map(
-            str, args.inputs), resume=args.resume)
-    except (LabelError, DatasetError) as exc:
-        print(f"label: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"label: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    opened = open_folder(args, options, lambda _: None, refuse_empty=False)
+    if isinstance(opened, int):
+        return opened
+    _, games, void_files, writer = opened
     tty = sys.stderr.isatty()
     reporter = RichReporter() if tty else PlainReporter()
     label_run = RayLabelRun(writer, spec, options, cluster, reporter)
