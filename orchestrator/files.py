@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,6 +68,21 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def publish_dir(partial: Path, out: Path) -> None:
+    """Put the finished folder ``partial`` in place as ``out`` in one rename (a previous
+    non-empty ``out`` moves aside first and is removed after; an empty one is replaced)."""
+    old = None
+    if out.exists() and any(out.iterdir()):
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    elif out.exists():
+        out.rmdir()
+    os.replace(partial, out)
+    fsync_dir(out.parent)  # the rename is what publishes the folder: make it durable
+    if old is not None:
+        shutil.rmtree(old)
 
 
 def sha256_file(path: Path) -> str:

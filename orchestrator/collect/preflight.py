@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import trio
 
 from orchestrator.collect.matchup import Go19PlayerSpec, GtpPlayerSpec, Matchup, parse_hostport
-from orchestrator.players.base import PlayerError
-from orchestrator.players.go19 import Go19Connection, format_address
+from orchestrator.players.go19 import format_address
+from orchestrator.players.ping import ping_once, ping_text
 
 # How often a waiting preflight tries again, and how often it says how long is left.
 RETRY_S = 1.0
@@ -48,29 +48,12 @@ class Probe:
     stderr_tail: tuple[str, ...] = ()
 
     def line(self) -> str:
-        if self.ok:
-            about = f": {self.detail}" if self.detail else ""
-            return f"● OK {self.player} {self.where}{about} ({self.ms:.1f} ms)"
-        return f"● FAILED {self.player} {self.where}: {self.detail} ({self.ms:.1f} ms)"
+        return "● " + ping_text(self.ok, f"{self.player} {self.where}", self.detail, self.ms)
 
 
 async def ping_replica(player: str, address: tuple[str, int], timeout: float) -> Probe:
-    where = format_address(address)
-    start = trio.current_time()
-    try:
-        with trio.fail_after(timeout):
-            conn = await Go19Connection.connect(*address)
-            try:
-                rtt = await conn.ping()
-            finally:
-                await conn.aclose()
-    except trio.TooSlowError:
-        return Probe(player, where, False, f"no answer within {timeout:g} s",
-                     (trio.current_time() - start) * 1000)
-    except PlayerError as exc:
-        return Probe(player, where, False, str(exc).removeprefix(f"{where}: "),
-                     (trio.current_time() - start) * 1000)
-    return Probe(player, where, True, "", rtt)
+    ok, detail, ms = await ping_once(address, timeout)
+    return Probe(player, format_address(address), ok, detail, ms)
 
 
 class _Tail:

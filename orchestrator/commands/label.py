@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any, TypeVar
 
 import trio
 
@@ -20,6 +22,7 @@ from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOpti
 from orchestrator.label.store import LabelError, LabelWriter
 
 PREPARED = ".katago"
+T = TypeVar("T")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -128,11 +131,33 @@ def run(args: argparse.Namespace) -> int:
         return label_ray.run(args)
     options = RunOptions(visits=args.visits, ownership=args.ownership,
                          max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
+    opened = open_folder(args, options, engine_files, refuse_empty=True)
+    if isinstance(opened, int):
+        return opened
+    files, games, void_files, writer = opened
+    tty = sys.stderr.isatty()
+    reporter = RichReporter() if tty else PlainReporter()
+    label_run = LabelRun(writer, files, options, reporter)
+
+    def label() -> None:
+        with reporter if tty else nullcontext():
+            trio.run(label_run.run, games)
+
+    return finish(label, label_run, writer, options, args, games, void_files)
+
+
+def open_folder(args: argparse.Namespace, options: RunOptions,
+                before: Callable[[argparse.Namespace], T], *,
+                refuse_empty: bool) -> tuple[T, list[LabelGame], int, LabelWriter] | int:
+    """``before(args)`` (the engine check), the games to label and the opened label folder;
+    or, after one line on stderr, the exit status: 2 for unusable input (``refuse_empty``:
+    also for input without a game to label) or folder, 1 if it cannot be written. Shared
+    with the ``--ray`` path so that both refuse the same input the same way."""
     try:
-        files = engine_files(args)
+        first = before(args)
         games, void_files = select_games(args.inputs, max_games=args.max_games,
                                          max_moves=args.max_moves)
-        if (nothing := _nothing(games, void_files, args.out)) is not None:
+        if refuse_empty and (nothing := _nothing(games, void_files, args.out)) is not None:
             print(f"label: {nothing}", file=sys.stderr)
             return 2
         writer = LabelWriter.open(args.out, options.settings(args.max_moves), map(
@@ -143,14 +168,23 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"label: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    tty = sys.stderr.isatty()
-    reporter = RichReporter() if tty else PlainReporter()
-    label_run = LabelRun(writer, files, options, reporter)
+    return first, games, void_files, writer
+
+
+def finish(label: Callable[[], None], label_run: LabelRun, writer: LabelWriter,
+           options: RunOptions, args: argparse.Namespace, games: list, void_files: int, *,
+           fatal: tuple[type[Exception], ...] = (),
+           more: Callable[[], dict[str, Any]] = dict) -> int:
+    """Runs ``label``, records the run in the folder whatever happens (``more`` adds to that
+    record), prints the summary; the exit status. Shared with the ``--ray`` path so that both
+    keep the same statuses and run record; ``fatal`` errors of that path exit 2 as well."""
     status, finished = 0, False
     try:
-        with reporter if tty else nullcontext():
-            trio.run(label_run.run, games)
+        label()
         finished = True
+    except fatal as exc:
+        print(f"label: {exc}", file=sys.stderr)
+        status = 2
     except LabelRunError as exc:
         print(f"label: {exc}", file=sys.stderr)
         status = 1
@@ -164,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
                         "games": result.games, "labelled": result.labelled,
                         "positions": result.positions, "errors": result.errors,
                         "restarts": result.restarts, "max_in_flight": options.max_in_flight,
-                        "max_games": args.max_games, "finished": finished})
+                        "max_games": args.max_games, "finished": finished, **more()})
         writer.flush()
     print(_summary(label_run, args.out, games, void_files))
     return status

@@ -10,6 +10,7 @@ import argparse
 import sys
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 from orchestrator.commands import positive_int
 
@@ -51,12 +52,9 @@ def run(args: argparse.Namespace) -> int:
         import_ray,
         ray_session,
     )
-    from orchestrator.commands.label import _summary
-    from orchestrator.dataset.shards import DatasetError
-    from orchestrator.label.games import select_games
+    from orchestrator.commands.label import finish, open_folder
     from orchestrator.label.progress import PlainReporter, RichReporter
-    from orchestrator.label.run import LabelRunError, RunOptions
-    from orchestrator.label.store import LabelError, LabelWriter
+    from orchestrator.label.run import RunOptions
 
     options = RunOptions(visits=args.visits, ownership=args.ownership,
                          max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
@@ -75,46 +73,23 @@ def run(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         print(f"label: {exc}", file=sys.stderr)
         return 2
-    try:
-        games, void_files = select_games(args.inputs, max_games=args.max_games,
-                                         max_moves=args.max_moves)
-        writer = LabelWriter.open(args.out, options.settings(args.max_moves), map(
-            str, args.inputs), resume=args.resume)
-    except (LabelError, DatasetError) as exc:
-        print(f"label: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"label: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    opened = open_folder(args, options, lambda _: None, refuse_empty=False)
+    if isinstance(opened, int):
+        return opened
+    _, games, void_files, writer = opened
     tty = sys.stderr.isatty()
     reporter = RichReporter() if tty else PlainReporter()
     label_run = RayLabelRun(writer, spec, options, cluster, reporter)
-    status, finished = 0, False
-    try:
+
+    def label() -> None:
         with ray_session(address, num_cpus=None) as ray, reporter if tty else nullcontext():
             label_run.run(ray, games)
-        finished = True
-    except ClusterError as exc:
-        print(f"label: {exc}", file=sys.stderr)
-        status = 2
-    except LabelRunError as exc:
-        print(f"label: {exc}", file=sys.stderr)
-        status = 1
-    except LabelError as exc:  # a resumed folder made with another model
-        print(f"label: {exc}", file=sys.stderr)
-        status = 2
-    finally:
-        result = label_run.result
-        writer.add_run({"seconds": round(result.seconds, 3),
-                        "querying_seconds": round(result.querying_seconds, 3),
-                        "games": result.games, "labelled": result.labelled,
-                        "positions": result.positions, "errors": result.errors,
-                        "restarts": result.restarts, "max_in_flight": options.max_in_flight,
-                        "max_games": args.max_games, "finished": finished,
-                        "ray": {"address": args.ray, "engines": cluster.engines,
-                                "gpus_per_engine": cluster.gpus_per_engine,
-                                "cpus_per_engine": cluster.cpus_per_engine,
-                                "nodes": sorted({s.node for s in label_run.slots if s.node})}})
-        writer.flush()
-    print(_summary(label_run, args.out, games, void_files))  # type: ignore[arg-type]
-    return status
+
+    def more() -> dict[str, Any]:
+        return {"ray": {"address": args.ray, "engines": cluster.engines,
+                        "gpus_per_engine": cluster.gpus_per_engine,
+                        "cpus_per_engine": cluster.cpus_per_engine,
+                        "nodes": sorted({s.node for s in label_run.slots if s.node})}}
+
+    return finish(label, label_run, writer, options, args, games,  # type: ignore[arg-type]
+                  void_files, fatal=(ClusterError,), more=more)

@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.text import Text
 
 from orchestrator.commands import examples
-from orchestrator.players.base import PlayerError
-from orchestrator.players.go19 import Go19Connection, format_address
+from orchestrator.players.go19 import format_address
+from orchestrator.players.ping import Result, ping_once, ping_text
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -21,9 +21,6 @@ def parse_address(text: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"bad endpoint {text!r}: expected HOST:PORT with a port in 1..65535")
     return host, int(port)
-
-
-Result = tuple[bool, str, float]  # ok, failure reason, milliseconds
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,30 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-async def check(address: tuple[str, int], timeout: float) -> Result:
-    """(ok, reason, ms): the PING round trip when ok, else the time until the failure."""
-    start = trio.current_time()
-    where = format_address(address)
-    try:
-        with trio.fail_after(timeout):
-            conn = await Go19Connection.connect(*address)
-            try:
-                rtt = await conn.ping()
-            finally:
-                await conn.aclose()
-    except trio.TooSlowError:
-        return False, f"no answer within {timeout:g} s", (trio.current_time() - start) * 1000
-    except PlayerError as exc:
-        reason = str(exc).removeprefix(f"{where}: ")
-        return False, reason, (trio.current_time() - start) * 1000
-    return True, "", rtt
-
-
 async def check_all(addresses: list[tuple[str, int]], timeout: float) -> list[Result]:
     results: list[Result] = [(False, "not checked", 0.0)] * len(addresses)
 
     async def one(i: int) -> None:
-        results[i] = await check(addresses[i], timeout)
+        results[i] = await ping_once(addresses[i], timeout)
 
     async with trio.open_nursery() as nursery:
         for i in range(len(addresses)):
@@ -87,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
     console = Console(highlight=False, soft_wrap=True)
     for address, (ok, reason, ms) in zip(addresses, results, strict=True):
         line = Text("● ", style="green" if ok else "red")
-        where = format_address(address)
-        line.append(f"OK {where}" if ok else f"FAILED {where}: {reason}")
-        line.append(f" ({ms:.1f} ms)")
+        line.append(ping_text(ok, format_address(address), reason, ms))
         console.print(line)
     return 0 if all(ok for ok, _, _ in results) else 1

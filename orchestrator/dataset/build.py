@@ -69,7 +69,7 @@ from orchestrator.dataset.shards import (
     ShardWriter,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
-from orchestrator.files import atomic_write, fsync_dir, sha256_file
+from orchestrator.files import atomic_write, publish_dir, sha256_file
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
 
@@ -341,21 +341,6 @@ def _check_out(out: Path, force: bool) -> None:
                            "only a previous dataset")
 
 
-def _publish(partial: Path, out: Path) -> None:
-    """Put the finished folder in place in one rename (a previous dataset moves
-    aside first and is removed after)."""
-    old = None
-    if out.exists() and any(out.iterdir()):
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-    elif out.exists():
-        out.rmdir()
-    os.replace(partial, out)
-    fsync_dir(out.parent)  # the rename is what publishes the dataset: make it durable
-    if old is not None:
-        shutil.rmtree(old)
-
-
 def _manifest(builder: _Builder, folder: Path, inputs: list[Path],
               provenance: str | os.PathLike[str] | None, options: BuildOptions,
               join: Join | None) -> dict:
@@ -427,7 +412,7 @@ def build(
             manifest["labels"] = join.summary()
         atomic_write(partial / MANIFEST,
                      (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode())
-        _publish(partial, out)
+        publish_dir(partial, out)
     except BaseException:
         builder.close()
         shutil.rmtree(partial, ignore_errors=True)

@@ -42,7 +42,7 @@ from orchestrator.dataset.shards import (
     load_games,
     read_manifest,
 )
-from orchestrator.files import atomic_write, fsync_dir
+from orchestrator.files import atomic_write, publish_dir
 from orchestrator.render import RenderError, point_center
 
 FORMAT = "go19-export/1"
@@ -153,19 +153,6 @@ def run_tasks(tasks: list[dict], workers: int,
             yield result
 
 
-def _publish(partial: Path, out: Path) -> None:
-    old = None
-    if out.exists() and any(out.iterdir()):
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-    elif out.exists():
-        out.rmdir()
-    os.replace(partial, out)
-    fsync_dir(out.parent)
-    if old is not None:
-        shutil.rmtree(old)
-
-
 def dataset_info(name: str) -> dict:
     """The LLaMA-Factory ``dataset_info.json`` entry of a jsonl export (ShareGPT, OpenAI
     roles); image paths are relative to the export folder (its ``dataset_dir``)."""
@@ -247,7 +234,7 @@ def export(
         atomic_write(partial / MANIFEST, _json(record))
         # Thousands of PNG files: one sync of everything, not an fsync per file.
         os.sync()
-        _publish(partial, out)
+        publish_dir(partial, out)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise

@@ -9,32 +9,14 @@ from collections.abc import Callable
 
 import trio
 
-from orchestrator.players.base import PlayerError
-from orchestrator.players.go19 import Go19Connection, format_address
+from orchestrator.players.go19 import format_address
+from orchestrator.players.ping import ping_once
 
 GREY, AMBER, GREEN, RED = "grey", "amber", "green", "red"
 BACKOFF_STEP_S = 1.5
 BACKOFF_CAP_S = 15.0
 MAX_FAILURES = 6
 TICK_S = 0.25
-
-
-async def ping_once(host: str, port: int, timeout: float) -> tuple[bool, str, float]:
-    """(ok, failure reason, milliseconds): connect, PING, wait for PONG, close."""
-    start = trio.current_time()
-    where = format_address((host, port))
-    try:
-        with trio.fail_after(timeout):
-            conn = await Go19Connection.connect(host, port)
-            try:
-                rtt = await conn.ping()
-            finally:
-                await conn.aclose()
-    except trio.TooSlowError:
-        return False, f"no answer within {timeout:g} s", (trio.current_time() - start) * 1000
-    except PlayerError as exc:
-        return False, str(exc).removeprefix(f"{where}: "), (trio.current_time() - start) * 1000
-    return True, "", rtt
 
 
 def _ms(ms: float) -> str:
@@ -105,7 +87,7 @@ class ServerCheck:
                 await self._count_down(where)
             first = False
             self._set("● checking…", AMBER)
-            ok, reason, ms = await ping_once(host, port, timeout)
+            ok, reason, ms = await ping_once((host, port), timeout)
             if ok:
                 self.failures = 0
                 self._set(f"● OK {where} ({_ms(ms)} ms)", GREEN)

@@ -74,6 +74,32 @@ def write_matchup(
     return path
 
 
+
+def two_go19_players(a: str, b: str | None = None, *, slots: int, game: str,
+                     run: str = "") -> str:
+    """A matchup of GO19 players ``a`` (black) and ``b`` (white; default: like ``a``) on
+    64 px images, as TOML: ``a``/``b`` are where each plays (``replicas = [...]`` or
+    ``embedded = {...}``), ``run`` and ``game`` the lines of those tables. Text passes
+    through unchanged, so callers may leave ``str.format`` fields in it."""
+    head = f"\n[run]\n{run}" if run else ""
+    return f"""{head}
+[players.a]
+kind = "go19"
+{a}
+slots = {slots}
+image_px = 64
+[players.b]
+kind = "go19"
+{a if b is None else b}
+slots = {slots}
+image_px = 64
+[pairing]
+black = "a"
+white = "b"
+[game]
+{game}
+"""
+
 @dataclass
 class Run:
     summary: RunSummary

@@ -24,33 +24,14 @@ from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.serve import RandomEngine, serve_go19
 from tests.conftest import REPO
 
-from .harness import check_recordings, journal
+from .harness import check_recordings, journal, two_go19_players
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
 GATED_CONCURRENCY = 3
 
-GATED = """
-[run]
-name = "int"
-[players.a]
-kind = "go19"
-replicas = ["127.0.0.1:{port}"]
-slots = 8
-image_px = 64
-[players.b]
-kind = "go19"
-replicas = ["127.0.0.1:{port}"]
-slots = 8
-image_px = 64
-[pairing]
-black = "a"
-white = "b"
-[game]
-size = 9
-move_cap = 4
-move_timeout_s = 600
-concurrency = {concurrency}
-"""
+GATED = two_go19_players('replicas = ["127.0.0.1:{port}"]', slots=8, run='name = "int"',
+                         game="size = 9\nmove_cap = 4\nmove_timeout_s = 600\n"
+                         "concurrency = {concurrency}")
 
 
 class GatedEngine:
@@ -198,25 +179,9 @@ async def test_second_ctrl_c_drops_the_games_in_flight(tmp_path: Path) -> None:
 
 
 CONCURRENCY = 500
-EMBEDDED = f"""
-[players.a]
-kind = "go19"
-embedded = {{ engine = "random", seed = 1 }}
-slots = 512
-image_px = 64
-[players.b]
-kind = "go19"
-embedded = {{ engine = "random", seed = 2 }}
-slots = 512
-image_px = 64
-[pairing]
-black = "a"
-white = "b"
-[game]
-size = 9
-move_cap = 4
-concurrency = {CONCURRENCY}
-"""
+EMBEDDED = two_go19_players('embedded = { engine = "random", seed = 1 }',
+                            'embedded = { engine = "random", seed = 2 }', slots=512,
+                            game=f"size = 9\nmove_cap = 4\nconcurrency = {CONCURRENCY}")
 
 
 @pytest.mark.slow

@@ -19,33 +19,16 @@ import pytest
 
 from tests.conftest import REPO
 
+from .harness import two_go19_players
+
 CONCURRENCY = 2000
 # Recorded games to wait for: the slots have been refilled many times by then.
 FINISHED = 3 * CONCURRENCY
 FINISHED_LINE = re.compile(r" by (two-passes|move-cap|resign), \d+ moves$")
 
-MATCHUP = """
-[run]
-name = "load"
-[players.a]
-kind = "go19"
-replicas = [{replicas}]
-slots = 1024
-image_px = 64
-[players.b]
-kind = "go19"
-replicas = [{replicas}]
-slots = 1024
-image_px = 64
-[pairing]
-black = "a"
-white = "b"
-[game]
-size = 9
-move_cap = 4
-move_timeout_s = 60
-concurrency = {concurrency}
-"""
+MATCHUP = two_go19_players("replicas = [{replicas}]", slots=1024, run='name = "load"',
+                           game="size = 9\nmove_cap = 4\nmove_timeout_s = 60\n"
+                           "concurrency = {concurrency}")
 
 
 def start_server() -> tuple[subprocess.Popen, int]:
@@ -123,26 +106,9 @@ def test_2000_concurrent_games_against_instant_servers(tmp_path: Path) -> None:
           f"{np.median(p50):.0f} ms (median of games), p95 {np.percentile(p95, 95):.0f} ms")
 
 
-EMBEDDED = """
-[players.a]
-kind = "go19"
-embedded = { engine = "random", seed = 1 }
-slots = 1024
-image_px = 64
-[players.b]
-kind = "go19"
-embedded = { engine = "random", seed = 2 }
-slots = 1024
-image_px = 64
-[pairing]
-black = "a"
-white = "b"
-[game]
-size = 9
-move_cap = 2
-move_timeout_s = 60
-concurrency = 800
-"""
+EMBEDDED = two_go19_players('embedded = { engine = "random", seed = 1 }',
+                            'embedded = { engine = "random", seed = 2 }', slots=1024,
+                            game="size = 9\nmove_cap = 2\nmove_timeout_s = 60\nconcurrency = 800")
 
 
 async def test_embedded_servers_take_every_connection_of_their_client(tmp_path: Path) -> None:

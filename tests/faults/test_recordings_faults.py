@@ -25,30 +25,12 @@ from sgfmill import sgf
 from orchestrator.collect.recorder import append_line
 from tests.conftest import REPO
 
-from .harness import check_recordings, journal, run_collect
+from .harness import check_recordings, journal, run_collect, two_go19_players
 
-MATCHUP = """
-[run]
-name = "rec"
-seed = 3
-[players.a]
-kind = "go19"
-embedded = {{ engine = "random", seed = 1, delay_ms = {delay} }}
-slots = 4
-image_px = 64
-[players.b]
-kind = "go19"
-embedded = {{ engine = "random", seed = 2, delay_ms = {delay} }}
-slots = 4
-image_px = 64
-[pairing]
-black = "a"
-white = "b"
-[game]
-size = 9
-move_cap = 80
-concurrency = 4
-"""
+MATCHUP = two_go19_players(
+    'embedded = {{ engine = "random", seed = 1, delay_ms = {delay} }}',
+    'embedded = {{ engine = "random", seed = 2, delay_ms = {delay} }}', slots=4,
+    run='name = "rec"\nseed = 3', game="size = 9\nmove_cap = 80\nconcurrency = 4")
 
 
 def write_matchup(folder: Path, delay_ms: float = 0.0) -> Path:
