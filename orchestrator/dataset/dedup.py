@@ -44,8 +44,8 @@ class SeenPositions:
             np.minimum(at, len(self._sorted) - 1, out=at)
             mask &= self._sorted[at] != keys
         if self._recent:
-            # One C-level set intersection instead of a Python loop per key: repeats
-            # are rare, so the common case ends here with nothing to mask.
+            # One C-level set intersection instead of a Python loop per key; only
+            # the few repeated keys (mostly opening positions) go through isin.
             hits = self._recent.intersection(keys.tolist())
             if hits:
                 mask &= ~np.isin(keys, np.array(list(hits), np.uint64))
