@@ -44,8 +44,11 @@ class SeenPositions:
             np.minimum(at, len(self._sorted) - 1, out=at)
             mask &= self._sorted[at] != keys
         if self._recent:
-            recent = self._recent
-            mask &= np.fromiter((k not in recent for k in keys.tolist()), bool, len(keys))
+            # One C-level set intersection instead of a Python loop per key; only
+            # the few repeated keys (mostly opening positions) go through isin.
+            hits = self._recent.intersection(keys.tolist())
+            if hits:
+                mask &= ~np.isin(keys, np.array(list(hits), np.uint64))
         return mask
 
     def add(self, keys: np.ndarray) -> None:
@@ -54,7 +57,9 @@ class SeenPositions:
             self._merge()
 
     def _merge(self) -> None:
-        new = np.fromiter(self._recent, np.uint64, len(self._recent))
-        new.sort()
-        self._sorted = np.insert(self._sorted, np.searchsorted(self._sorted, new), new)
+        # list() and a sort of the concatenation run in C; the result is the same
+        # sorted array an insertion at the search positions would give.
+        merged = np.concatenate((self._sorted, np.array(list(self._recent), np.uint64)))
+        merged.sort()
+        self._sorted = merged
         self._recent.clear()
