@@ -382,30 +382,11 @@ def _remove_new_run_dir(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-async def collect(
-    options: CollectOptions, log=print, dashboard_factory=None, preflight_log=None
-) -> RunSummary:
-    """Play and record one run. ``log`` hears the run's events; ``preflight_log`` (default
-    ``log``) the endpoint checks made before anything is written."""
-    matchup = load_matchup(options.matchup_path)
-    name = run_name(matchup, options.matchup_path)
-    run_dir, resumed = find_run_dir(options, name)
-    target = options.games or matchup.run.games or 0
-    if resumed and not target:
-        target = read_run_file(run_dir).get("games_target", 0)
-    if target <= 0:
-        raise CollectError("how many games? give --games N (or [run] games = N in the matchup)")
-    try:
-        await check_endpoints(matchup, options.wait_endpoints_s, preflight_log or log)
-    except EndpointsUnreachable as exc:
-        raise PlayersUnreachable(str(exc)) from None
-
-    try:
-        collector = Collector(matchup, run_dir, target, log)
-    except OpeningError as exc:
-        raise CollectError(str(exc)) from None
-    recorder = Recorder(run_dir, run_dir.name, {})
-    collector.recorder = recorder
+def _prepare_run_dir(options: CollectOptions, matchup, collector: Collector, resumed: bool,
+                     target: int, log) -> None:
+    """Create (or repair, on resume) the run folder and write run.json; a write error is
+    one line, and a new run folder is not left behind."""
+    run_dir, recorder = collector.run_dir, collector.recorder
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         recorder.prepare()
@@ -434,6 +415,33 @@ async def collect(
         raise CollectError(
             f"cannot write recordings in {run_dir}: {exc.strerror or exc}"
         ) from None
+
+
+async def collect(
+    options: CollectOptions, log=print, dashboard_factory=None, preflight_log=None
+) -> RunSummary:
+    """Play and record one run. ``log`` hears the run's events; ``preflight_log`` (default
+    ``log``) the endpoint checks made before anything is written."""
+    matchup = load_matchup(options.matchup_path)
+    name = run_name(matchup, options.matchup_path)
+    run_dir, resumed = find_run_dir(options, name)
+    target = options.games or matchup.run.games or 0
+    if resumed and not target:
+        target = read_run_file(run_dir).get("games_target", 0)
+    if target <= 0:
+        raise CollectError("how many games? give --games N (or [run] games = N in the matchup)")
+    try:
+        await check_endpoints(matchup, options.wait_endpoints_s, preflight_log or log)
+    except EndpointsUnreachable as exc:
+        raise PlayersUnreachable(str(exc)) from None
+
+    try:
+        collector = Collector(matchup, run_dir, target, log)
+    except OpeningError as exc:
+        raise CollectError(str(exc)) from None
+    recorder = Recorder(run_dir, run_dir.name, {})
+    collector.recorder = recorder
+    _prepare_run_dir(options, matchup, collector, resumed, target, log)
 
     interrupted = False
     async with trio.open_nursery() as outer:
