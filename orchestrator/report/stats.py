@@ -31,7 +31,6 @@ from orchestrator.ratings import (
     GameOutcome,
     Pentanomial,
     RatingsError,
-    Wdl,
     aggregate,
     bradley_terry,
     connected_groups,
@@ -44,15 +43,16 @@ from orchestrator.recordings import head_to_head, rated_game
 from orchestrator.report import series
 from orchestrator.report.load import GameData, RunData, Warn
 from orchestrator.report.names import label
+from orchestrator.report.player_stats import (
+    LATENCY_METHOD_APPROX,
+    moves_asked,
+    player_sections,
+    wdl_dict,
+)
 from orchestrator.report.verdict import verdict
 
 SCHEMA = 1
 REASONS = ("two-passes", "resign", "move-cap", "void")
-LATENCY_METHOD_APPROX = (
-    "pooled from each game's (n, p50, p95, max) in games.jsonl: a game's quantile "
-    "function is taken as linear from p50 to p95 to max and flat at p50 below the "
-    "median; n and max are exact, p95/p99 are interpolations and p50 leans high"
-)
 
 
 def num(value: float | None) -> float | str | None:
@@ -60,9 +60,6 @@ def num(value: float | None) -> float | str | None:
         return value
     return "+inf" if value > 0 else "-inf"
 
-
-def _wdl(wdl: Wdl) -> dict:
-    return {"games": wdl.games, "wins": wdl.wins, "losses": wdl.losses, "draws": wdl.draws}
 
 
 def _estimate(est: EloEstimate) -> dict:
@@ -147,125 +144,6 @@ def _lengths(games: Iterable[GameData]) -> dict:
 
 
 # -- per player --------------------------------------------------------------------
-
-
-def _asked(game: GameData) -> Counter:
-    """Moves asked of each player in one game (see the module docstring)."""
-    line = game.line
-    asked: Counter = Counter()
-    for colour, name in (("black", line.black), ("white", line.white)):
-        if game.moves is not None:
-            asked[name] += game.moves[colour].own
-        else:  # no SGF: every played move of that colour past the opening book
-            first = colour == "black"
-            book = line.opening.plies if line.opening is not None else 0
-            asked[name] += (line.moves + first) // 2 - (book + first) // 2
-    if game.moves is not None:
-        for name in {line.black, line.white}:
-            asked[name] += sum(line.fallbacks.get(name, {}).values())
-    if line.reason == "resign" and line.winner in ("black", "white"):
-        asked[line.white if line.winner == "black" else line.black] += 1
-    return asked
-
-
-def pooled_latency(summaries: Iterable[tuple[int, float, float, float]]) -> dict:
-    """p50/p95/p99 over every move of several games known only by (n, p50, p95, max)."""
-    pooled = []
-    top = -math.inf
-    for n, p50, p95, peak in summaries:
-        u = (np.arange(n) + 0.5) / n
-        pooled.append(np.interp(u, [0.0, 0.5, 0.95, 1.0], [p50, p50, p95, peak]))
-        top = max(top, peak)
-    if not pooled:
-        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "box": None}
-    samples = np.concatenate(pooled)
-    p50, p95, p99 = (round(float(v), 2) for v in np.percentile(samples, [50, 95, 99]))
-    return {"n": int(samples.size), "p50": p50, "p95": p95, "p99": p99, "max": round(top, 2),
-            "box": _box(samples)}
-
-
-def _box(samples: np.ndarray) -> list[float]:
-    """min, p25, p50, p75, p95 and max: the latency distribution chart's box."""
-    qs = np.percentile(samples, [0, 25, 50, 75, 95, 100])
-    return [round(float(v), 2) for v in qs]
-
-
-def exact_latency(samples: list[float]) -> dict:
-    """p50/p95/p99 over every recorded per-move answer time (GOXIXMS)."""
-    arr = np.asarray(samples)
-    p50, p95, p99 = (round(float(v), 2) for v in np.percentile(arr, [50, 95, 99]))
-    return {"n": int(arr.size), "p50": p50, "p95": p95, "p99": p99,
-            "max": round(float(arr.max()), 2), "box": _box(arr), "method": "exact"}
-
-
-def _players(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict[str, dict]:
-    names = sorted({n for g in games for n in (g.line.black, g.line.white)})
-    meta: dict[str, dict] = {n: {} for n in names}
-    endpoints: dict[str, set[str]] = {n: set() for n in names}
-    asked: Counter = Counter()
-    fallbacks: dict[str, Counter] = {n: Counter() for n in names}
-    latency: dict[str, list] = {n: [] for n in names}
-    # Exact samples from the SGFs; usable only if every game's journal count matches.
-    samples: dict[str, list[float]] = {n: [] for n in names}
-    exact: dict[str, bool] = {n: True for n in names}
-    games_played: Counter = Counter()
-    estimated = Counter()
-    for game in games:
-        line = game.line
-        asked.update(_asked(game))
-        for name in {line.black, line.white}:
-            games_played[name] += 1
-            estimated[name] += game.moves is None
-            info = line.players.get(name) or {}
-            meta[name] = {**meta[name], **{k: v for k, v in info.items() if v is not None}}
-            if info.get("endpoint"):
-                endpoints[name].add(str(info["endpoint"]))
-            fallbacks[name].update(line.fallbacks.get(name, {}))
-            lat = line.latency_ms.get(name)
-            if lat is not None and lat.n and None not in (lat.p50, lat.p95, lat.max):
-                latency[name].append((lat.n, lat.p50, lat.p95, lat.max))
-            recorded = [] if game.moves is None else [
-                ms for colour in ("black", "white")
-                if getattr(line, colour) == name
-                for ms in game.moves[colour].latency_ms
-            ]
-            if lat is not None and lat.n:
-                exact[name] = exact[name] and len(recorded) == lat.n
-            samples[name].extend(recorded)
-    out = {}
-    for name in names:
-        split = split_by_colour(outcomes, name)
-        n_asked = asked[name]
-        fb = fallbacks[name]
-        illegal = sum(c for r, c in fb.items() if r.startswith("illegal:"))
-        total_fb = sum(fb.values())
-        out[name] = {
-            "kind": meta[name].get("kind"),
-            "meta": meta[name],
-            "endpoints": sorted(endpoints[name]),
-            "games": games_played[name],
-            "results": _wdl(split.overall),
-            "as_black": _wdl(split.as_black),
-            "as_white": _wdl(split.as_white),
-            "moves_asked": n_asked,
-            "moves_asked_estimated_games": estimated[name],
-            "fallbacks": dict(sorted(fb.items())),
-            "fallback_total": total_fb,
-            "fallback_rate": total_fb / n_asked if n_asked else None,
-            "fallback_rate_by_reason": {
-                r: c / n_asked if n_asked else None for r, c in sorted(fb.items())
-            },
-            "illegal": illegal,
-            "illegal_rate": illegal / n_asked if n_asked else None,
-            "latency_ms": (
-                exact_latency(samples[name]) if exact[name] and samples[name]
-                else {**pooled_latency(latency[name]), "method": "approx-per-game"}
-            ),
-        }
-    return out
-
-
-# -- head to head, SPRT, ratings --------------------------------------------------
 
 
 def _orientation(runs: Sequence[RunData], a: str, b: str) -> tuple[str, str]:
@@ -374,9 +252,9 @@ def _head_to_head(runs: Sequence[RunData], outcomes: Sequence[GameOutcome],
             "player": player,
             "opponent": opponent,
             "games": len(games),
-            "results": _wdl(split.overall),
-            "as_black": _wdl(split.as_black),
-            "as_white": _wdl(split.as_white),
+            "results": wdl_dict(split.overall),
+            "as_black": wdl_dict(split.as_black),
+            "as_white": wdl_dict(split.as_white),
             "counts": "pairs" if penta else "games",
             "pentanomial": list(penta.counts) if penta else None,
             "estimate": _estimate(estimate(counts)),
@@ -473,7 +351,7 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
     outcomes = [o for o in map(_outcome, games) if o is not None]
     sprts = {run.run_id: _sprt(run, warn) for run in runs}
     ratings = _ratings(outcomes, anchor, warn)
-    players = _players(games, outcomes)
+    players = player_sections(games, outcomes)
     head = _head_to_head(runs, outcomes, [s for s in sprts.values() if s], warn, games)
     main = _main_section(runs, head)
     notes = []
@@ -497,7 +375,7 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
         "lengths": _lengths(games),
         "margins": series.margins(games, main["player"] if main else None),
         "players": players,
-        "fallback_curves": series.fallback_curves(games, [_asked(g) for g in games]),
+        "fallback_curves": series.fallback_curves(games, [moves_asked(g) for g in games]),
         "head_to_head": head,
         "ratings": ratings,
         "games": series.games_table(games, runs),

@@ -1,0 +1,144 @@
+"""The per-player part of a report: results by colour, fallbacks by reason and their
+rate per move asked, and latency (exact from each SGF's ``GOXIXMS`` when every game has
+it, else pooled from the journal's per-game summaries)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from orchestrator.ratings import GameOutcome, Wdl, split_by_colour
+from orchestrator.report.load import GameData
+
+LATENCY_METHOD_APPROX = (
+    "pooled from each game's (n, p50, p95, max) in games.jsonl: a game's quantile "
+    "function is taken as linear from p50 to p95 to max and flat at p50 below the "
+    "median; n and max are exact, p95/p99 are interpolations and p50 leans high"
+)
+
+
+def wdl_dict(wdl: Wdl) -> dict:
+    return {"games": wdl.games, "wins": wdl.wins, "losses": wdl.losses, "draws": wdl.draws}
+
+
+def moves_asked(game: GameData) -> Counter:
+    """Moves asked of each player in one game (what "asked" means:
+    :mod:`orchestrator.report.stats`)."""
+    line = game.line
+    asked: Counter = Counter()
+    for colour, name in (("black", line.black), ("white", line.white)):
+        if game.moves is not None:
+            asked[name] += game.moves[colour].own
+        else:  # no SGF: every played move of that colour past the opening book
+            first = colour == "black"
+            book = line.opening.plies if line.opening is not None else 0
+            asked[name] += (line.moves + first) // 2 - (book + first) // 2
+    if game.moves is not None:
+        for name in {line.black, line.white}:
+            asked[name] += sum(line.fallbacks.get(name, {}).values())
+    if line.reason == "resign" and line.winner in ("black", "white"):
+        asked[line.white if line.winner == "black" else line.black] += 1
+    return asked
+
+
+def pooled_latency(summaries: Iterable[tuple[int, float, float, float]]) -> dict:
+    """p50/p95/p99 over every move of several games known only by (n, p50, p95, max)."""
+    pooled = []
+    top = -math.inf
+    for n, p50, p95, peak in summaries:
+        u = (np.arange(n) + 0.5) / n
+        pooled.append(np.interp(u, [0.0, 0.5, 0.95, 1.0], [p50, p50, p95, peak]))
+        top = max(top, peak)
+    if not pooled:
+        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "box": None}
+    samples = np.concatenate(pooled)
+    p50, p95, p99 = (round(float(v), 2) for v in np.percentile(samples, [50, 95, 99]))
+    return {"n": int(samples.size), "p50": p50, "p95": p95, "p99": p99, "max": round(top, 2),
+            "box": _box(samples)}
+
+
+def _box(samples: np.ndarray) -> list[float]:
+    """min, p25, p50, p75, p95 and max: the latency distribution chart's box."""
+    qs = np.percentile(samples, [0, 25, 50, 75, 95, 100])
+    return [round(float(v), 2) for v in qs]
+
+
+def exact_latency(samples: list[float]) -> dict:
+    """p50/p95/p99 over every recorded per-move answer time (GOXIXMS)."""
+    arr = np.asarray(samples)
+    p50, p95, p99 = (round(float(v), 2) for v in np.percentile(arr, [50, 95, 99]))
+    return {"n": int(arr.size), "p50": p50, "p95": p95, "p99": p99,
+            "max": round(float(arr.max()), 2), "box": _box(arr), "method": "exact"}
+
+
+def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict[str, dict]:
+    names = sorted({n for g in games for n in (g.line.black, g.line.white)})
+    meta: dict[str, dict] = {n: {} for n in names}
+    endpoints: dict[str, set[str]] = {n: set() for n in names}
+    asked: Counter = Counter()
+    fallbacks: dict[str, Counter] = {n: Counter() for n in names}
+    latency: dict[str, list] = {n: [] for n in names}
+    # Exact samples from the SGFs; usable only if every game's journal count matches.
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    exact: dict[str, bool] = {n: True for n in names}
+    games_played: Counter = Counter()
+    estimated = Counter()
+    for game in games:
+        line = game.line
+        asked.update(moves_asked(game))
+        for name in {line.black, line.white}:
+            games_played[name] += 1
+            estimated[name] += game.moves is None
+            info = line.players.get(name) or {}
+            meta[name] = {**meta[name], **{k: v for k, v in info.items() if v is not None}}
+            if info.get("endpoint"):
+                endpoints[name].add(str(info["endpoint"]))
+            fallbacks[name].update(line.fallbacks.get(name, {}))
+            lat = line.latency_ms.get(name)
+            if lat is not None and lat.n and None not in (lat.p50, lat.p95, lat.max):
+                latency[name].append((lat.n, lat.p50, lat.p95, lat.max))
+            recorded = [] if game.moves is None else [
+                ms for colour in ("black", "white")
+                if getattr(line, colour) == name
+                for ms in game.moves[colour].latency_ms
+            ]
+            if lat is not None and lat.n:
+                exact[name] = exact[name] and len(recorded) == lat.n
+            samples[name].extend(recorded)
+    out = {}
+    for name in names:
+        split = split_by_colour(outcomes, name)
+        n_asked = asked[name]
+        fb = fallbacks[name]
+        illegal = sum(c for r, c in fb.items() if r.startswith("illegal:"))
+        total_fb = sum(fb.values())
+        out[name] = {
+            "kind": meta[name].get("kind"),
+            "meta": meta[name],
+            "endpoints": sorted(endpoints[name]),
+            "games": games_played[name],
+            "results": wdl_dict(split.overall),
+            "as_black": wdl_dict(split.as_black),
+            "as_white": wdl_dict(split.as_white),
+            "moves_asked": n_asked,
+            "moves_asked_estimated_games": estimated[name],
+            "fallbacks": dict(sorted(fb.items())),
+            "fallback_total": total_fb,
+            "fallback_rate": total_fb / n_asked if n_asked else None,
+            "fallback_rate_by_reason": {
+                r: c / n_asked if n_asked else None for r, c in sorted(fb.items())
+            },
+            "illegal": illegal,
+            "illegal_rate": illegal / n_asked if n_asked else None,
+            "latency_ms": (
+                exact_latency(samples[name]) if exact[name] and samples[name]
+                else {**pooled_latency(latency[name]), "method": "approx-per-game"}
+            ),
+        }
+    return out
+
+
+# -- head to head, SPRT, ratings --------------------------------------------------
