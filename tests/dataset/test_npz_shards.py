@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from orchestrator.files import atomic_writer
-from orchestrator.npz_shards import entry_ok, read_shard, write_shard
+from orchestrator.npz_shards import DEFLATE, entry_ok, read_shard, write_shard
 
 FIELDS = {"move": (np.dtype(np.int16), ()), "board": (np.dtype(np.uint8), (3, 3))}
 
@@ -23,10 +23,10 @@ def arrays(n: int) -> dict[str, np.ndarray]:
             "board": np.arange(9 * n, dtype=np.uint8).reshape(n, 3, 3)}
 
 
-@pytest.mark.parametrize("level", [None, 3])
-def test_a_shard_reads_back_as_written(tmp_path: Path, level: int | None) -> None:
+@pytest.mark.parametrize("deflate", [None, DEFLATE])
+def test_a_shard_reads_back_as_written(tmp_path: Path, deflate) -> None:
     path = tmp_path / "shard-00000.npz"
-    written = write_shard(path, arrays(5), level)
+    written = write_shard(path, arrays(5), deflate)
     assert written.bytes == path.stat().st_size
     entry = {"file": path.name, "bytes": written.bytes, "sha256": written.sha256}
     back = read_shard(path, entry, 5, FIELDS, Bad, "the manifest")
