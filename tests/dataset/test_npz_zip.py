@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import struct
 import zipfile
 from pathlib import Path
 
@@ -30,9 +31,19 @@ BACKENDS = [
 
 
 def check(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """``path`` holds exactly ``arrays``: CRCs right, each member the bytes ``np.save``
-    writes, and ``np.load`` gives the same values, dtypes and shapes."""
+    """``path`` holds exactly ``arrays``: members back to back, each one's data descriptor
+    true, CRCs right, each member the bytes ``np.save`` writes, and ``np.load`` gives the
+    same values, dtypes and shapes."""
+    data = path.read_bytes()
     with zipfile.ZipFile(path) as npz:
+        offset = 0
+        for info in npz.infolist():  # zipfile reads neither the descriptors nor the gaps
+            assert info.header_offset == offset
+            offset += 30 + len(info.filename) + 20 + info.compress_size
+            assert struct.unpack_from("<IIQQ", data, offset) == (
+                0x08074B50, info.CRC, info.compress_size, info.file_size)
+            offset += 24
+        assert offset == npz.start_dir
         assert npz.testzip() is None  # every member decompresses and its CRC-32 matches
         assert npz.namelist() == [f"{name}.npy" for name in arrays]
         for name, array in arrays.items():
