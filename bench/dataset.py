@@ -5,7 +5,8 @@
    least any build must do: parse, and every move under the rules); then the
    whole build, then the build with ``--workers 2``.
 2. Where a build's time goes, per move: parse, replay, the sample extraction
-   (board mirror, tactics, keys), and writing shards (plain vs deflated .npz).
+   (board mirror, tactics, keys), and writing shards (stored, deflated by zlib and,
+   where installed, by isal: CPU s and bytes per sample).
 3. Peak memory (ru_maxrss, each size in its own subprocess) of builds over a
    synthetic corpus of N games, real 19x19 games repeated with a distinct
    ``GN[]`` each (so distinct files and SHA-1s), 100 games per file. Dedup would
@@ -32,6 +33,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from orchestrator import npz_shards  # noqa: E402
 from orchestrator.dataset import BuildOptions, build, fastreplay, load  # noqa: E402
 from orchestrator.dataset.dedup import SeenPositions  # noqa: E402
 from orchestrator.dataset.samples import _positions  # noqa: E402
@@ -127,19 +129,41 @@ def breakdown(paths: list[Path]) -> None:
         print(f"  compiled replay + extraction in one pass (fastreplay): "
               f"{fused / moves * 1e6:.2f} us per move, the same rows")
     with tempfile.TemporaryDirectory() as tmp:
-        for compress in (False, True):
-            writer = ShardWriter(Path(tmp), 1 << 16, compress)
+        writer = ShardWriter(Path(tmp), 1 << 16, compress=False)
+        start = cpu_seconds()
+        for i, positions in enumerate(kept):
+            writer.add(positions, 1, i)
+        writer.flush()
+        took = cpu_seconds() - start
+        print(f"  shards (rows copied in, written stored): {writer.samples} samples in "
+              f"{took:.2f} s ({writer.samples / took / 1e3:.0f}k samples/s)")
+        shards = []
+        for entry in writer.shards:
+            with np.load(Path(tmp) / entry["file"]) as npz:
+                shards.append(dict(npz))
+        write_shards(Path(tmp), shards, writer.samples)
+
+
+def write_shards(folder: Path, shards: list[dict[str, np.ndarray]], samples: int) -> None:
+    """The shard writing alone (``npz_shards.write_shard``), stored and with each deflate
+    backend installed, on the same rows: CPU s (min of 5) and bytes per sample."""
+    took = {}
+    isal = npz_shards.ISAL
+    for deflate in (None, npz_shards.ZLIB, *([isal] if isal else [])):
+        best = float("inf")
+        for _ in range(5):
             start = cpu_seconds()
-            for i, positions in enumerate(kept):
-                writer.add(positions, 1, i)
-            writer.flush()
-            took = cpu_seconds() - start
-            size = sum(entry["bytes"] for entry in writer.shards)
-            print(f"  shards {'deflated' if compress else 'plain   '}: {writer.samples} samples "
-                  f"in {took:.2f} s ({writer.samples / took / 1e3:.0f}k samples/s), "
-                  f"{size / writer.samples:.0f} bytes/sample")
-            for entry in writer.shards:
-                (Path(tmp) / entry["file"]).unlink()
+            size = sum(npz_shards.write_shard(folder / f"w{i}.npz", arrays, deflate).bytes
+                       for i, arrays in enumerate(shards))
+            best = min(best, cpu_seconds() - start)
+        name = f"{deflate.name} level {deflate.level}" if deflate else "stored"
+        took[deflate] = best
+        print(f"  writing shards, {name}: {best:.3f} CPU s ({samples / best / 1e3:.0f}k "
+              f"samples/s), {size / samples:.1f} bytes/sample")
+    if isal is None:
+        print("  (isal not installed: pip install 'go19[fast]' for ISA-L's deflate)")
+    else:
+        print(f"  isal writes shards {took[npz_shards.ZLIB] / took[isal]:.1f}x as fast as zlib")
 
 
 def synthetic_corpus(folder: Path, games: int, templates: list[bytes]) -> None:
