@@ -6,9 +6,11 @@ rename, folder fsync, through :func:`orchestrator.files.atomic_writer`) and list
 in its manifest with its file name, row count, size and sha256. The zip container is
 written here rather than by ``zipfile``, which takes only zlib and copies each array:
 the arrays stream, in place, through ISA-L's deflate where ``isal`` is installed
-(``go19[fast]``, ~6x zlib's speed), zlib's otherwise; ``np.load`` reads either. Reading checks the
-entry's shape, the bytes against the sha256, and every expected field's dtype and
-shape before anything is used. What the rows mean is the caller's business.
+(``go19[fast]``, ~6x zlib's speed), zlib's otherwise; ``np.load`` reads either.
+
+Reading checks the entry's shape, the bytes against the sha256, and every expected
+field's dtype and shape before anything is used. What the rows mean is the caller's
+business.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-try:  # go19[fast]: ISA-L's deflate, ~7x zlib's speed on shards
+try:  # go19[fast]: ISA-L's deflate
     from isal import isal_zlib
 except ImportError:
     isal_zlib = None
@@ -70,11 +72,13 @@ class Deflate:
     crc32: Callable[..., int]
 
 
-# Levels measured on the real corpus's shards (131,667 samples, 47.5 MB of boards), CPU s
-# to deflate them and bytes per sample: zlib 1 0.107 s, 3 0.122 s at 12.3 bytes, 6
-# (savez_compressed) 0.23 s at 6.7 bytes; ISA-L's igzip (isal) 1 0.017 s at 13.4
-# bytes, and its crc32 0.002 s against zlib's 0.011 s. Consecutive boards of a game
-# differ by a stone or two, so even the fastest levels find the long matches.
+# Levels measured on the real corpus's shards (131,667 samples, 47.5 MB of boards; CPU s
+# to deflate them, min of 15, and bytes per sample): zlib 1 0.107 s at 18.9 bytes, 3
+# 0.122 s at 13.9, 6 (savez_compressed) 0.23 s at 6.7; isal (ISA-L's igzip) 0 0.016 s
+# at 18.5, 1 0.017 s at 15.1, 2 the same time at 15.0, 3 0.097 s at 14.4; crc32 isal
+# 0.002 s, zlib 0.011 s. Whole write_shard: zipfile at zlib 3 (before) 0.140 s, here at
+# zlib 3 0.136 s, at isal 1 0.024 s, stored 0.06 s at 374 bytes. Consecutive boards of
+# a game differ by a stone or two, so even the fastest levels find the long matches.
 ZLIB = Deflate("zlib", 3, zlib.compressobj, zlib.crc32)
 ISAL = Deflate("isal", 1, isal_zlib.compressobj, isal_zlib.crc32) if isal_zlib else None
 DEFLATE = ISAL or ZLIB  # what compressed shards use: isal where installed (go19[fast])
@@ -84,7 +88,7 @@ _DOS_DATE = (0 << 9) | (1 << 5) | 1  # 1980-01-01, 00:00: the same arrays, the s
 _VERSION = 45  # 4.5, what reading zip64 needs
 _DATA_DESCRIPTOR = 0x08  # flag bit 3: CRC and sizes follow the data
 _STORED, _DEFLATED = 0, 8
-_FFFF = 0xFFFFFFFF  # "in the zip64 extra field"
+_IN_ZIP64 = 0xFFFFFFFF  # a 4-byte field's value: "see the zip64 extra field"
 
 
 def write_shard(path: Path, arrays: Mapping[str, np.ndarray],
@@ -119,7 +123,7 @@ def _write_zip(out: _Hashing, arrays: Mapping[str, np.ndarray], deflate: Deflate
         name = f"{key}.npy".encode()
         offset = out.size
         out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, _VERSION, _DATA_DESCRIPTOR, method,
-                              0, _DOS_DATE, 0, _FFFF, _FFFF, len(name), 20)
+                              0, _DOS_DATE, 0, _IN_ZIP64, _IN_ZIP64, len(name), 20)
                   + name + struct.pack("<HHQQ", 1, 16, 0, 0))
         start = out.size
         crc, size = _write_npy(out, value, deflate, crc32)
@@ -127,19 +131,19 @@ def _write_zip(out: _Hashing, arrays: Mapping[str, np.ndarray], deflate: Deflate
         out.write(struct.pack("<IIQQ", 0x08074B50, crc, packed, size))
         central.append(
             struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 3 << 8 | _VERSION, _VERSION,
-                        _DATA_DESCRIPTOR, method, 0, _DOS_DATE, crc, _FFFF, _FFFF,
-                        len(name), 28, 0, 0, 0, 0o600 << 16, _FFFF)  # unix, rw-------
+                        _DATA_DESCRIPTOR, method, 0, _DOS_DATE, crc, _IN_ZIP64, _IN_ZIP64,
+                        len(name), 28, 0, 0, 0, 0o600 << 16, _IN_ZIP64)  # unix, rw-------
             + name + struct.pack("<HHQQQ", 1, 24, size, packed, offset))
-    start = out.size
+    directory = out.size
     for entry in central:
         out.write(entry)
-    count, length, end64 = len(central), out.size - start, out.size
+    count, length, end64 = len(central), out.size - directory, out.size
     out.write(struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 3 << 8 | _VERSION, _VERSION, 0, 0,
-                          count, count, length, start))
+                          count, count, length, directory))
     out.write(struct.pack("<IIQI", 0x07064B50, 0, end64, 1))
     # The classic record's fields saturate; readers then take the zip64 record's.
     out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(count, 0xFFFF),
-                          min(count, 0xFFFF), min(length, _FFFF), min(start, _FFFF), 0))
+                          min(count, 0xFFFF), min(length, _IN_ZIP64), min(directory, _IN_ZIP64), 0))
 
 
 def _write_npy(out: _Hashing, value: np.ndarray, deflate: Deflate | None,
