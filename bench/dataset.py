@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orchestrator import npz_shards  # noqa: E402
-from orchestrator.dataset import BuildOptions, build, fastreplay, load  # noqa: E402
+from orchestrator.dataset import BuildOptions, build, fastreplay, iter_shards, load  # noqa: E402
 from orchestrator.dataset.dedup import SeenPositions  # noqa: E402
 from orchestrator.dataset.samples import _positions  # noqa: E402
 from orchestrator.dataset.shards import ShardWriter  # noqa: E402
@@ -137,29 +137,32 @@ def breakdown(paths: list[Path]) -> None:
         took = cpu_seconds() - start
         print(f"  shards (rows copied in, written stored): {writer.samples} samples in "
               f"{took:.2f} s ({writer.samples / took / 1e3:.0f}k samples/s)")
-        shards = []
-        for entry in writer.shards:
-            with np.load(Path(tmp) / entry["file"]) as npz:
-                shards.append(dict(npz))
-        write_shards(Path(tmp), shards, writer.samples)
 
 
-def write_shards(folder: Path, shards: list[dict[str, np.ndarray]], samples: int) -> None:
-    """The shard writing alone (``npz_shards.write_shard``), stored and with each deflate
-    backend installed, on the same rows: CPU s (min of 5) and bytes per sample."""
+def write_shards(dataset: Path) -> None:
+    """Run in a fresh subprocess: the shard writing alone (``npz_shards.write_shard``) on
+    the dataset's own shards, with zlib, with isal where installed, and stored: CPU s
+    (min of 5) and bytes per sample. zlib goes first, before isal has run in the
+    process: after ISA-L's vector code, zlib's deflate (and OpenSSL's sha256) runs
+    ~1.3-1.7x slower in that thread on AVX-512 machines (upper vector state left
+    dirty), which a go19 without isal never pays."""
+    shards = list(iter_shards(dataset))
+    samples = sum(len(arrays["move"]) for arrays in shards)
     took = {}
     isal = npz_shards.ISAL
-    for deflate in (None, npz_shards.ZLIB, *([isal] if isal else [])):
-        best = float("inf")
-        for _ in range(5):
-            start = cpu_seconds()
-            size = sum(npz_shards.write_shard(folder / f"w{i}.npz", arrays, deflate).bytes
-                       for i, arrays in enumerate(shards))
-            best = min(best, cpu_seconds() - start)
-        name = f"{deflate.name} level {deflate.level}" if deflate else "stored"
-        took[deflate] = best
-        print(f"  writing shards, {name}: {best:.3f} CPU s ({samples / best / 1e3:.0f}k "
-              f"samples/s), {size / samples:.1f} bytes/sample")
+    with tempfile.TemporaryDirectory() as tmp:
+        for deflate in (npz_shards.ZLIB, *([isal] if isal else []), None):
+            best = float("inf")
+            for _ in range(5):
+                start = cpu_seconds()
+                size = sum(npz_shards.write_shard(Path(tmp) / f"w{i}.npz", arrays,
+                                                  deflate).bytes
+                           for i, arrays in enumerate(shards))
+                best = min(best, cpu_seconds() - start)
+            name = f"{deflate.name} level {deflate.level}" if deflate else "stored"
+            took[deflate] = best
+            print(f"  writing shards, {name}: {best:.3f} CPU s ({samples / best / 1e3:.0f}k "
+                  f"samples/s), {size / samples:.1f} bytes/sample")
     if isal is None:
         print("  (isal not installed: pip install 'go19[fast]' for ISA-L's deflate)")
     else:
@@ -258,8 +261,9 @@ def speed() -> None:
         loaded = load(Path(tmp) / "w1")
         took = time.perf_counter() - start
         print(f"  load (sha256 checked): {len(loaded['move'])} samples in {took:.2f} s")
-    print("2. where a build's time goes")
-    breakdown(paths)
+        print("2. where a build's time goes")
+        breakdown(paths)
+        print(run_child("shards", str(Path(tmp) / "w1")), end="")
 
 
 def main() -> None:
@@ -276,6 +280,8 @@ def main() -> None:
         elif kind == "corpus":
             paths, _ = find_sgf_files([REAL_SGF])
             synthetic_corpus(Path(rest[0]), int(rest[1]), templates(paths))
+        elif kind == "shards":
+            write_shards(Path(rest[0]))
         elif kind == "build":
             child_build(Path(rest[0]), Path(rest[1]), int(rest[2]))
         else:

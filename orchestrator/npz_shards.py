@@ -73,12 +73,15 @@ class Deflate:
 
 
 # Levels measured on the real corpus's shards (131,667 samples, 47.5 MB of boards; CPU s
-# to deflate them, min of 15, and bytes per sample): zlib 1 0.107 s at 18.9 bytes, 3
-# 0.122 s at 13.9, 6 (savez_compressed) 0.23 s at 6.7; isal (ISA-L's igzip) 0 0.016 s
-# at 18.5, 1 0.017 s at 15.1, 2 the same time at 15.0, 3 0.097 s at 14.4; crc32 isal
-# 0.002 s, zlib 0.011 s. Whole write_shard: zipfile at zlib 3 (before) 0.140 s, here at
-# zlib 3 0.136 s, at isal 1 0.024 s, stored 0.06 s at 374 bytes. Consecutive boards of
-# a game differ by a stone or two, so even the fastest levels find the long matches.
+# to deflate all the arrays, min of 7, and bytes per sample): zlib 1 0.100 s at 18.9
+# bytes, 3 0.121 s at 13.9, 6 (savez_compressed) 0.277 s at 6.8; isal (ISA-L's igzip) 0
+# 0.016 s at 18.5, 1 0.017 s at 15.1, 2 the same time at 15.0, 3 0.097 s at 14.4;
+# crc32 zlib 0.012 s, isal 0.002 s. Whole write_shard: zipfile at zlib 3 (before)
+# 0.140 s, here at zlib 3 0.136 s, at isal 1 0.023 s, stored 0.06 s (374 bytes).
+# Consecutive boards of a game differ by a stone or two: even fast levels find that.
+# Once ISA-L's vector code has run in a thread, zlib's deflate and OpenSSL's sha256 run
+# there ~1.3-1.7x slower on AVX-512 machines (upper vector state left dirty): with isal
+# installed zlib no longer deflates shards, and sha256 hashes only deflated bytes.
 ZLIB = Deflate("zlib", 3, zlib.compressobj, zlib.crc32)
 ISAL = Deflate("isal", 1, isal_zlib.compressobj, isal_zlib.crc32) if isal_zlib else None
 DEFLATE = ISAL or ZLIB  # what compressed shards use: isal where installed (go19[fast])
