@@ -81,7 +81,7 @@ class Deflate:
 # Consecutive boards of a game differ by a stone or two: even fast levels find that.
 # Once ISA-L's vector code has run in a thread, zlib's deflate and OpenSSL's sha256 run
 # there ~1.3-1.7x slower on AVX-512 machines (upper vector state left dirty): with isal
-# installed zlib no longer deflates shards, and sha256 hashes only deflated bytes.
+# installed zlib no longer deflates shards, and a build's sha256 sees only deflated bytes.
 ZLIB = Deflate("zlib", 3, zlib.compressobj, zlib.crc32)
 ISAL = Deflate("isal", 1, isal_zlib.compressobj, isal_zlib.crc32) if isal_zlib else None
 DEFLATE = ISAL or ZLIB  # what compressed shards use: isal where installed (go19[fast])
