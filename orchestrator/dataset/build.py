@@ -191,17 +191,32 @@ def spread(indices: np.ndarray, n: int) -> np.ndarray:
     return indices[np.linspace(0, len(indices) - 1, n).round().astype(np.intp)]
 
 
-def pick(positions: Positions, n: int, tactical_bias: bool, rng: random.Random) -> np.ndarray:
-    """Row indices (ascending) of at most ``n`` rows to keep."""
-    rows = np.arange(len(positions))
+def pick(tactical: np.ndarray, n: int, tactical_bias: bool, rng: random.Random) -> np.ndarray:
+    """Row indices (ascending) of at most ``n`` of the rows whose tactics bits are
+    ``tactical`` (one per row)."""
+    rows = np.arange(len(tactical))
     if len(rows) <= n:
         return rows
     if not tactical_bias:
         return spread(rows, n)
-    tactical = np.flatnonzero(positions.tactical).tolist()
-    chosen = sorted(rng.sample(tactical, min(len(tactical), (n + 1) // 2)))
+    bits = np.flatnonzero(tactical).tolist()
+    chosen = sorted(rng.sample(bits, min(len(bits), (n + 1) // 2)))
     others = np.setdiff1d(rows, chosen, assume_unique=True)
     return np.sort(np.concatenate([np.array(chosen, np.intp), spread(others, n - len(chosen))]))
+
+
+def _seen_positions() -> SeenPositions:
+    """The dedup index: compiled where numba is installed (the ``fast`` extra; the same
+    masks, :mod:`.fastdedup`), else the reference."""
+    from orchestrator.dataset import fastdedup  # imports numba: only for a build that dedups
+
+    return fastdedup.SeenPositions() if fastdedup.ENABLED else SeenPositions()
+
+
+# json.dumps(row, ensure_ascii=False) builds an encoder per call; one encoder, same text.
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)
+# Tactics bit -> counts.tactical name; every sample's bits are counted once per value.
+_FLAGS = [(int(flag), flag.name.lower()) for flag in Tactics if flag]
 
 
 class _Builder:
@@ -210,19 +225,31 @@ class _Builder:
                  join: Join | None = None) -> None:
         self.options = options
         self.provenance = provenance
+        # Looked up by the game's path as text first: no Path() per game (the same
+        # entry, as Path(str(key)) == key), then as a Path for spellings that differ.
+        self._provenance_text = {str(key): value for key, value in provenance.items()}
         self.stages = [*stages, join.stage] if join is not None else stages
         self.join = join
         self.counts = Counts()
         self.writer = ShardWriter(folder, options.shard_size, options.compress,
                                   join.fields if join is not None else None)
-        self.seen = SeenPositions() if options.dedup else None
+        self.seen = _seen_positions() if options.dedup else None
         self.table = open(folder / GAMES, "w", encoding="utf-8")
         self.rows = 0
+        # Samples per tactics value (the uint8 bits), turned into counts.tactical by
+        # sync_counts(): one bincount per game instead of a count per flag.
+        self._tactical = np.zeros(256, np.int64)
+
+    def _provenance(self, path: str) -> Provenance:
+        if not self.provenance:
+            return UNKNOWN
+        found = self._provenance_text.get(path)
+        return found if found is not None else self.provenance.get(Path(path), UNKNOWN)
 
     def add(self, game: GameRead) -> None:
         counts = self.counts
         counts.games += 1
-        prov = self.provenance.get(Path(game.path), UNKNOWN)
+        prov = self._provenance(game.path)
         status, reason, samples = game.status, game.reason, 0
         if status == "rejected":
             counts.rejected[reason] += 1
@@ -243,54 +270,99 @@ class _Builder:
         self._row(game, status, reason, prov, samples)
 
     def _samples(self, game: GameRead) -> int:
+        """Select the game's samples and write them. The selection is one index array
+        into the game's rows (``None``: every row), narrowed by each step and copied once,
+        straight into the shards; rows become a new ``Positions`` only for stages and
+        a join, which need one."""
         positions = game.positions
         assert positions is not None
-        self.counts.positions += len(positions)
-        positions = self._targets(game, positions)
-        for stage in self.stages:
-            before = len(positions)
-            positions = stage(game, positions)
-            self.counts.excluded["stages"] += before - len(positions)
-        if self.seen is not None and len(positions):
-            fresh = self.seen.fresh(positions.key)
-            self.counts.duplicates += len(positions) - int(fresh.sum())
-            positions = positions.take(fresh)
+        counts = self.counts
+        counts.positions += len(positions)
+        keep = self._targets(game, positions)
+        rows = None if keep is None else np.flatnonzero(keep)
+        if self.stages:
+            if rows is not None:
+                positions, rows = positions.take(rows), None
+            for stage in self.stages:
+                before = len(positions)
+                positions = stage(game, positions)
+                counts.excluded["stages"] += before - len(positions)
+        n = len(positions) if rows is None else len(rows)
+        keys = None
+        if self.seen is not None and n:
+            keys = positions.key if rows is None else positions.key[rows]
+            fresh = self.seen.fresh(keys)
+            kept = int(np.count_nonzero(fresh))
+            counts.duplicates += n - kept
+            if kept < n:
+                rows = np.flatnonzero(fresh) if rows is None else rows[fresh]
+                keys, n = keys[fresh], kept
         limit = self.options.max_per_game
-        if limit is not None and len(positions) > limit:
+        if limit is not None and n > limit:
             rng = random.Random(f"{self.options.seed}:{game.sha1}:{game.game_index}")
-            self.counts.not_picked += len(positions) - limit
-            positions = positions.take(pick(positions, limit, self.options.tactical_bias, rng))
-        if self.seen is not None:
-            self.seen.add(positions.key)
-        extra = self.join.values(game, positions) if self.join is not None else None
-        self.writer.add(positions, game.winner, self.rows, extra)
-        self.counts.samples += len(positions)
-        tactical = positions.tactical
-        for flag in Tactics:
-            if flag:
-                self.counts.tactical[flag.name.lower()] += int(np.count_nonzero(tactical & flag))
-        self.counts.tactical["any"] += int(np.count_nonzero(tactical))
-        return len(positions)
+            counts.not_picked += n - limit
+            tactical = positions.tactical if rows is None else positions.tactical[rows]
+            chosen = pick(tactical, limit, self.options.tactical_bias, rng)
+            rows = chosen if rows is None else rows[chosen]
+            keys, n = keys[chosen] if keys is not None else None, len(chosen)
+        if keys is not None and n:
+            self.seen.add(keys)
+        if self.join is not None:
+            if rows is not None:
+                positions, rows = positions.take(rows), None
+            self.writer.add(positions, game.winner, self.rows,
+                            self.join.values(game, positions))
+        else:
+            self.writer.add(positions, game.winner, self.rows, rows=rows)
+        counts.samples += n
+        if n:
+            tactical = positions.tactical if rows is None else positions.tactical[rows]
+            self._tactical[:] += np.bincount(tactical, minlength=256)
+        return n
 
-    def _targets(self, game: GameRead, positions: Positions) -> Positions:
+    def sync_counts(self) -> Counts:
+        """``counts``, with ``tactical`` brought up to date."""
+        tactical = self.counts.tactical
+        tactical.clear()
+        for name in ("any", *(name for _, name in _FLAGS)):
+            tactical[name] = 0
+        for value, n in enumerate(self._tactical.tolist()):
+            if n and value:
+                tactical["any"] += n
+                for bit, name in _FLAGS:
+                    if value & bit:
+                        tactical[name] += n
+        return self.counts
+
+    def _targets(self, game: GameRead, positions: Positions) -> np.ndarray | None:
+        """Boolean mask of the rows that are targets; None when every row is."""
         options, excluded = self.options, self.counts.excluded
-        keep = np.ones(len(positions), bool)
+        keep: np.ndarray | None = None
 
         def drop(mask: np.ndarray, why: str) -> None:
-            excluded[why] += int(np.count_nonzero(keep & mask))
-            keep[mask] = False
+            nonlocal keep
+            if keep is None:
+                excluded[why] += int(np.count_nonzero(mask))
+                keep = ~mask
+            else:
+                excluded[why] += int(np.count_nonzero(keep & mask))
+                keep &= ~mask
 
         if not options.include_fallback:
-            for origin, name in ORIGIN_NAMES.items():
-                drop(positions.origin == origin, name)
+            if positions.origin.any():
+                for origin, name in ORIGIN_NAMES.items():
+                    drop(positions.origin == origin, name)
+            else:  # every move the player's own: the counts as the masks would leave them
+                for name in ORIGIN_NAMES.values():
+                    excluded[name] += 0
         if options.winner_only:
             if game.winner:
                 drop(positions.to_play != game.winner, "loser")
             else:
-                drop(np.ones_like(keep), "no winner")
+                drop(np.ones(len(positions), bool), "no winner")
         if options.tactics_only:
             drop(positions.tactical == 0, "not tactical")
-        return positions if keep.all() else positions.take(keep)
+        return None if keep is None or keep.all() else keep
 
     def _row(self, game: GameRead, status: str, reason: str | None, prov: Provenance,
              samples: int) -> None:
@@ -305,10 +377,11 @@ class _Builder:
             value = getattr(game, name)
             if value is not None:
                 row[name] = value
-        self.table.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.table.write(_ROW_ENCODER.encode(row) + "\n")
         self.rows += 1
 
     def finish(self) -> None:
+        self.sync_counts()
         self.writer.flush()
         self.table.flush()
         os.fsync(self.table.fileno())
@@ -401,7 +474,7 @@ def build(
         for n, game in enumerate(read_all(paths, workers) if reader is None else reader(paths), 1):
             builder.add(game)
             if progress is not None and n % 1000 == 0:
-                progress(builder.counts)
+                progress(builder.sync_counts())
         builder.finish()
         if refuse_empty and builder.counts.samples == 0:
             raise EmptyDataset(builder.counts)
