@@ -217,6 +217,7 @@ def _seen_positions() -> SeenPositions:
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)
 # Tactics bit -> counts.tactical name; every sample's bits are counted once per value.
 _FLAGS = [(int(flag), flag.name.lower()) for flag in Tactics if flag]
+_TACTICAL_BATCH = 256
 
 
 class _Builder:
@@ -237,19 +238,19 @@ class _Builder:
         self.table = open(folder / GAMES, "w", encoding="utf-8")
         self.rows = 0
         # Samples per tactics value (the uint8 bits), turned into counts.tactical by
-        # sync_counts(): one bincount per game instead of a count per flag.
+        # sync_counts(): the samples' bits are gathered and counted by one bincount
+        # per TACTICAL_BATCH games instead of a count per flag and game.
         self._tactical = np.zeros(256, np.int64)
+        self._tactical_rows: list[np.ndarray] = []
 
     def _provenance(self, path: str) -> Provenance:
-        if not self.provenance:
-            return UNKNOWN
         found = self._provenance_text.get(path)
         return found if found is not None else self.provenance.get(Path(path), UNKNOWN)
 
     def add(self, game: GameRead) -> None:
         counts = self.counts
         counts.games += 1
-        prov = self._provenance(game.path)
+        prov = self._provenance(game.path) if self.provenance else UNKNOWN
         status, reason, samples = game.status, game.reason, 0
         if status == "rejected":
             counts.rejected[reason] += 1
@@ -316,12 +317,22 @@ class _Builder:
             self.writer.add(positions, game.winner, self.rows, rows=rows)
         counts.samples += n
         if n:
-            tactical = positions.tactical if rows is None else positions.tactical[rows]
-            self._tactical[:] += np.bincount(tactical, minlength=256)
+            tactical = self._tactical_rows
+            # A copy either way: a stage may hand out views of buffers it reuses.
+            bits = positions.tactical.copy() if rows is None else positions.tactical[rows]
+            tactical.append(bits)
+            if len(tactical) >= _TACTICAL_BATCH:
+                self._count_tactical()
         return n
+
+    def _count_tactical(self) -> None:
+        if self._tactical_rows:
+            self._tactical += np.bincount(np.concatenate(self._tactical_rows), minlength=256)
+            self._tactical_rows.clear()
 
     def sync_counts(self) -> Counts:
         """``counts``, with ``tactical`` brought up to date."""
+        self._count_tactical()
         tactical = self.counts.tactical
         tactical.clear()
         for name in ("any", *(name for _, name in _FLAGS)):
@@ -349,7 +360,7 @@ class _Builder:
                 keep &= ~mask
 
         if not options.include_fallback:
-            if positions.origin.any():
+            if np.count_nonzero(positions.origin):
                 for origin, name in ORIGIN_NAMES.items():
                     drop(positions.origin == origin, name)
             else:  # every move the player's own: the counts as the masks would leave them
