@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
