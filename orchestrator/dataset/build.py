@@ -220,6 +220,11 @@ _FLAGS = [(int(flag), flag.name.lower()) for flag in Tactics if flag]
 _TACTICAL_BATCH = 256
 
 
+def _within(rows: np.ndarray | None, sub: np.ndarray) -> np.ndarray:
+    """The rows at indices ``sub`` of the selection ``rows`` (None: all of them)."""
+    return sub if rows is None else rows[sub]
+
+
 class _Builder:
     def __init__(self, folder: Path, options: BuildOptions,
                  provenance: dict[Path, Provenance], stages: Sequence[Stage],
@@ -289,24 +294,20 @@ class _Builder:
                 positions = stage(game, positions)
                 counts.excluded["stages"] += before - len(positions)
         n = len(positions) if rows is None else len(rows)
-        keys = None
+        admit = self.options.max_per_game is None  # every fresh row is kept
         if self.seen is not None and n:
             keys = positions.key if rows is None else positions.key[rows]
-            fresh = self.seen.fresh(keys)
-            kept = int(np.count_nonzero(fresh))
-            counts.duplicates += n - kept
-            if kept < n:
-                rows = np.flatnonzero(fresh) if rows is None else rows[fresh]
-                keys, n = keys[fresh], kept
-        limit = self.options.max_per_game
-        if limit is not None and n > limit:
-            rng = random.Random(f"{self.options.seed}:{game.sha1}:{game.game_index}")
-            counts.not_picked += n - limit
-            tactical = positions.tactical if rows is None else positions.tactical[rows]
-            chosen = pick(tactical, limit, self.options.tactical_bias, rng)
-            rows = chosen if rows is None else rows[chosen]
-            keys, n = keys[chosen] if keys is not None else None, len(chosen)
-        if keys is not None and n:
+            # Kept fresh rows are added at once (admit) or, with picks, after the pick.
+            fresh = self.seen.admit(keys) if admit else np.flatnonzero(self.seen.fresh(keys))
+            counts.duplicates += n - len(fresh)
+            if len(fresh) < n:
+                rows, keys, n = _within(rows, fresh), keys[fresh], len(fresh)
+        picked = None if admit else self._pick(game, positions, rows, n)
+        if picked is not None:
+            rows, n = _within(rows, picked), len(picked)
+            if self.seen is not None:
+                keys = keys[picked]
+        if self.seen is not None and not admit and n:
             self.seen.add(keys)
         if self.join is not None:
             if rows is not None:
@@ -329,6 +330,18 @@ class _Builder:
         if self._tactical_rows:
             self._tactical += np.bincount(np.concatenate(self._tactical_rows), minlength=256)
             self._tactical_rows.clear()
+
+    def _pick(self, game: GameRead, positions: Positions, rows: np.ndarray | None,
+              n: int) -> np.ndarray | None:
+        """Indices into ``rows`` of the ``max_per_game`` picked; None to keep them all."""
+        limit = self.options.max_per_game
+        assert limit is not None
+        if n <= limit:
+            return None
+        rng = random.Random(f"{self.options.seed}:{game.sha1}:{game.game_index}")
+        self.counts.not_picked += n - limit
+        tactical = positions.tactical if rows is None else positions.tactical[rows]
+        return pick(tactical, limit, self.options.tactical_bias, rng)
 
     def sync_counts(self) -> Counts:
         """``counts``, with ``tactical`` brought up to date."""

@@ -54,6 +54,13 @@ class SeenPositions:
                 mask &= ~np.isin(keys, np.array(list(hits), np.uint64))
         return mask
 
+    def admit(self, keys: np.ndarray) -> np.ndarray:
+        """Indices (ascending) of the :meth:`fresh` ``keys``, which are added: for a
+        build that keeps every fresh position (no pick per game)."""
+        mask = self.fresh(keys)
+        self.add(keys[mask])
+        return np.flatnonzero(mask)
+
     def add(self, keys: np.ndarray) -> None:
         self._recent.update(keys.tolist())
         if len(self._recent) >= self._recent_limit:

@@ -108,6 +108,38 @@ def _fresh(keys, ordered, table, shift, zero, out):  # type: ignore[no-untyped-d
     return fresh
 
 
+def _admit(keys, ordered, table, shift, zero, out):  # type: ignore[no-untyped-def]
+    """:func:`_fresh` and :func:`_add` in one pass: each fresh key goes into ``table`` at
+    once, so the batch's later repeats find it there. ``out[:k]`` gets the k fresh keys'
+    indices; returns k, and whether the key 0 was among them."""
+    size = len(ordered)
+    k = 0
+    zero_fresh = False
+    for i in range(len(keys)):
+        key = keys[i]
+        if key == 0:
+            ok = not zero and not zero_fresh
+        else:
+            ok = not _in_table(table, shift, key)
+        if ok and size:
+            lo, hi = 0, size
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if ordered[mid] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            ok = lo == size or ordered[lo] != key
+        if ok:
+            if key == 0:
+                zero_fresh = True
+            else:
+                _insert(table, shift, key)
+            out[k] = i
+            k += 1
+    return k, zero_fresh
+
+
 def _add(keys, table, shift):  # type: ignore[no-untyped-def]
     """Insert the non-zero ``keys`` into ``table``; returns how many were new, and
     whether the key 0 was among ``keys``."""
@@ -184,6 +216,7 @@ if ENABLED:
     _in_table = njit(cache=True, nogil=True)(_in_table)
     _insert = njit(cache=True, nogil=True)(_insert)
     _fresh = njit(cache=True, nogil=True)(_fresh)
+    _admit = njit(cache=True, nogil=True)(_admit)
     _add = njit(cache=True, nogil=True)(_add)
 
 
@@ -222,11 +255,26 @@ class SeenPositions:
         _fresh(keys, self._sorted, self._table, self._shift, self._zero, mask)
         return mask
 
-    def add(self, keys: np.ndarray) -> None:
+    def admit(self, keys: np.ndarray) -> np.ndarray:
+        """Indices (ascending) of the :meth:`fresh` ``keys``, which are added: for a
+        build that keeps every fresh position (no pick per game)."""
+        self._make_room(len(keys))
+        rows = np.empty(len(keys), np.intp)
+        k, zero = _admit(keys, self._sorted, self._table, self._shift, self._zero, rows)
+        self._count += k
+        self._zero |= zero
+        if self._count >= self._recent_limit:
+            self._merge()
+        return rows[:k]
+
+    def _make_room(self, keys: int) -> None:
         # The last batch before a merge may take the table past 1/2 (to 3/4 is still
         # a short probe); only a batch bigger than that (a huge game) needs a rehash.
-        if 4 * (self._count + len(keys)) > 3 * len(self._table):
-            self._rehash(self._count + len(keys))
+        if 4 * (self._count + keys) > 3 * len(self._table):
+            self._rehash(self._count + keys)
+
+    def add(self, keys: np.ndarray) -> None:
+        self._make_room(len(keys))
         new, zero = _add(keys, self._table, self._shift)
         self._count += new
         if zero and not self._zero:
@@ -267,6 +315,7 @@ def warm() -> float:
             seen = SeenPositions(4)
             keys = np.array([0, 3, 3, 5, 7, 9], np.uint64)  # a merge too
             seen.add(keys[seen.fresh(keys)])
+            seen.admit(keys)
         except Exception as exc:  # numba installed but unusable on this machine
             ENABLED = False
             warnings.warn(f"go19: the compiled dedup index is unusable here ({exc}); using "

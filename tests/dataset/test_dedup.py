@@ -1,6 +1,6 @@
 """The dedup index: the reference (``dedup.SeenPositions``) on keys checked by hand and
 against a plain Python set; the compiled one (``fastdedup``, the ``fast`` extra) gives the
-reference's masks, lengths and ``nbytes`` on random keys repeated within and across
+reference's masks, ``admit`` rows, lengths and ``nbytes`` on random keys repeated within and across
 batches, through merges, rehashes and the key 0."""
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ def test_first_occurrence_wins_and_only_added_keys_count(index) -> None:
     assert len(seen) == 0  # fresh() adds nothing
     seen.add(u64(5))  # as if a pick kept only the first key
     assert seen.fresh(u64(7, 5)).tolist() == [True, False]
-    seen.add(u64(7, 9, 0))  # four recent keys reach the limit (3): merged into the array
-    assert len(seen) == 4 and seen.nbytes == 4 * 8
+    assert seen.admit(u64(5, 8, 8)).tolist() == [1]  # 8 fresh (once), and now added
+    assert seen.fresh(u64(8)).tolist() == [False]
+    seen.add(u64(7, 9, 0))  # five recent keys (limit 3): merged into the array
+    assert len(seen) == 5 and seen.nbytes == 5 * 8
     assert seen.fresh(u64(0, 9, 11, 11, 2**64 - 1)).tolist() == [False, False, True, False,
                                                                 True]
     assert seen.fresh(u64()).tolist() == []
@@ -87,10 +89,15 @@ def test_compiled_index_is_the_reference(seed: int, limit: int) -> None:
     for keys, stride in _batches(seed, 60):
         mask = ref.fresh(keys)
         assert np.array_equal(fast.fresh(keys), mask)
-        added = keys[mask][::stride]
         before = ref.nbytes
-        ref.add(added)
-        fast.add(added)
+        if stride == 1:  # every fresh key kept: admit() is fresh() then add()
+            rows = fast.admit(keys)
+            assert np.array_equal(rows, np.flatnonzero(mask)) and rows.dtype == np.intp
+            assert np.array_equal(ref.admit(keys), rows)
+        else:
+            added = keys[mask][::stride]
+            ref.add(added)
+            fast.add(added)
         merges += ref.nbytes != before
         assert (len(fast), fast.nbytes) == (len(ref), ref.nbytes)
     # The same sorted array, not just the same answers.
