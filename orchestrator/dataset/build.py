@@ -348,8 +348,6 @@ class _Builder:
         self._count_tactical()
         tactical = self.counts.tactical
         tactical.clear()
-        for name in ("any", *(name for _, name in _FLAGS)):
-            tactical[name] = 0
         for value, n in enumerate(self._tactical.tolist()):
             if n and value:
                 tactical["any"] += n
@@ -372,13 +370,10 @@ class _Builder:
                 excluded[why] += int(np.count_nonzero(keep & mask))
                 keep &= ~mask
 
-        if not options.include_fallback:
-            if np.count_nonzero(positions.origin):
-                for origin, name in ORIGIN_NAMES.items():
-                    drop(positions.origin == origin, name)
-            else:  # every move the player's own: the counts as the masks would leave them
-                for name in ORIGIN_NAMES.values():
-                    excluded[name] += 0
+        # Most games have only the players' own moves: no mask per origin for those.
+        if not options.include_fallback and np.count_nonzero(positions.origin):
+            for origin, name in ORIGIN_NAMES.items():
+                drop(positions.origin == origin, name)
         if options.winner_only:
             if game.winner:
                 drop(positions.to_play != game.winner, "loser")
