@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -72,6 +72,9 @@ from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, re
 from orchestrator.files import atomic_write, publish_dir, sha256_file
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
+
+if TYPE_CHECKING:
+    from orchestrator.dataset import fastdedup
 
 SHARD_SIZE = 1 << 16
 BATCH_BYTES = 128 * 1024
@@ -205,7 +208,7 @@ def pick(tactical: np.ndarray, n: int, tactical_bias: bool, rng: random.Random) 
     return np.sort(np.concatenate([np.array(chosen, np.intp), spread(others, n - len(chosen))]))
 
 
-def _seen_positions() -> SeenPositions:
+def _seen_positions() -> SeenPositions | fastdedup.SeenPositions:
     """The dedup index: compiled where numba is installed (the ``fast`` extra; the same
     masks, :mod:`.fastdedup`), else the reference."""
     from orchestrator.dataset import fastdedup  # imports numba: only for a build that dedups
