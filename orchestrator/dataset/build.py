@@ -29,6 +29,11 @@ game table; samples point at their game's line.
 
 Passes are kept as targets (``move = 361``): passing at the end is part of
 playing a game out, and a policy must learn when to pass.
+
+Speed: steps 3-6 narrow one index array into the game's rows, and the rows finally kept
+are copied once, straight into the shard arrays (``Positions`` copies only for stages
+and a join, which take and return them). Dedup runs on :mod:`.fastdedup`'s compiled
+index where numba is installed (the ``fast`` extra), the same answers as :mod:`.dedup`'s.
 """
 
 from __future__ import annotations

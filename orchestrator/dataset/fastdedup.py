@@ -220,6 +220,12 @@ if ENABLED:
     _add = njit(cache=True, nogil=True)(_add)
 
 
+def _u64(keys: np.ndarray) -> np.ndarray:
+    """``keys`` as the kernels' one signature (contiguous uint64; no copy when they are
+    already): another dtype would compare as floats in numba, and each layout compiles."""
+    return np.ascontiguousarray(keys, np.uint64)
+
+
 def _table_bits(keys: int) -> int:
     """log2 of a table size holding ``keys`` at load at most 1/2."""
     return max(4, (2 * keys - 1).bit_length())
@@ -251,6 +257,7 @@ class SeenPositions:
     def fresh(self, keys: np.ndarray) -> np.ndarray:
         """Boolean mask of ``keys`` (uint64) not seen before and not repeating an
         earlier key of the same batch. Adds nothing: see :meth:`add`."""
+        keys = _u64(keys)
         mask = np.empty(len(keys), bool)
         _fresh(keys, self._sorted, self._table, self._shift, self._zero, mask)
         return mask
@@ -258,6 +265,7 @@ class SeenPositions:
     def admit(self, keys: np.ndarray) -> np.ndarray:
         """Indices (ascending) of the :meth:`fresh` ``keys``, which are added: for a
         build that keeps every fresh position (no pick per game)."""
+        keys = _u64(keys)
         self._make_room(len(keys))
         rows = np.empty(len(keys), np.intp)
         k, zero = _admit(keys, self._sorted, self._table, self._shift, self._zero, rows)
@@ -274,6 +282,7 @@ class SeenPositions:
             self._rehash(self._count + keys)
 
     def add(self, keys: np.ndarray) -> None:
+        keys = _u64(keys)
         self._make_room(len(keys))
         new, zero = _add(keys, self._table, self._shift)
         self._count += new
