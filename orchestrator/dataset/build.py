@@ -209,7 +209,9 @@ def pick(tactical: np.ndarray, n: int, tactical_bias: bool, rng: random.Random) 
         return spread(rows, n)
     bits = np.flatnonzero(tactical).tolist()
     chosen = sorted(rng.sample(bits, min(len(bits), (n + 1) // 2)))
-    others = np.setdiff1d(rows, chosen, assume_unique=True)
+    rest = np.ones(len(rows), bool)  # np.setdiff1d(rows, chosen), without its sort
+    rest[chosen] = False
+    others = rows[rest]
     return np.sort(np.concatenate([np.array(chosen, np.intp), spread(others, n - len(chosen))]))
 
 

@@ -17,9 +17,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orchestrator.dataset import FIELDS, BuildOptions, build, fastdedup, load, load_games
-from orchestrator.dataset.build import pick
+from orchestrator.dataset.build import pick, spread
 from orchestrator.dataset.samples import GameRead, Positions, read_file
 from orchestrator.dataset.shards import read_manifest
 from orchestrator.dataset.sources import find_sgf_files
@@ -199,3 +201,26 @@ def test_compiled_dedup_gives_the_same_dataset(options, reads, tmp_path, monkeyp
                       manifest["counts"], manifest["dedup"]))
     assert found[0] == found[1]
     assert found[0][2]["duplicates"] > 1000
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(bits=st.lists(st.sampled_from([0, 0, 0, 1, 2, 4, 3]), max_size=60),
+       n=st.integers(1, 40), bias=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_pick_is_the_plain_rule(bits: list[int], n: int, bias: bool, seed: int) -> None:
+    # Half (rounded up) at random among the tactical rows, the rest spread over the
+    # others (np.setdiff1d): the rule as first written, on the same random stream.
+    tactical = np.array(bits, np.uint8)
+    rows = np.arange(len(bits))
+    if len(rows) <= n:
+        expected = rows
+    elif not bias:
+        expected = spread(rows, n)
+    else:
+        pool = [i for i, b in enumerate(bits) if b]
+        chosen = sorted(random.Random(seed).sample(pool, min(len(pool), (n + 1) // 2)))
+        others = np.setdiff1d(rows, chosen, assume_unique=True)
+        expected = np.sort(np.concatenate([np.array(chosen, np.intp),
+                                           spread(others, n - len(chosen))]))
+    got = pick(tactical, n, bias, random.Random(seed))
+    assert got.tolist() == expected.tolist()
+    assert len(got) == min(n, len(bits))
