@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -42,11 +43,11 @@ ENABLED = njit is not None and os.environ.get("GO19_PURE_DEDUP", "") in ("", "0"
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: Fibonacci hashing
 
 
-def _slot(key, shift):  # type: ignore[no-untyped-def]
+def _slot(key: Any, shift: Any) -> int:
     return np.intp((key * _MIX) >> shift)
 
 
-def _in_table(table, shift, key):  # type: ignore[no-untyped-def]
+def _in_table(table: Any, shift: Any, key: Any) -> bool:
     mask = len(table) - 1
     at = _slot(key, shift)
     while True:
@@ -58,7 +59,7 @@ def _in_table(table, shift, key):  # type: ignore[no-untyped-def]
         at = (at + 1) & mask
 
 
-def _insert(table, shift, key):  # type: ignore[no-untyped-def]
+def _insert(table: Any, shift: Any, key: Any) -> bool:
     """Put ``key`` (not 0) in ``table``; True when it was not there yet."""
     mask = len(table) - 1
     at = _slot(key, shift)
@@ -72,7 +73,7 @@ def _insert(table, shift, key):  # type: ignore[no-untyped-def]
         at = (at + 1) & mask
 
 
-def _fresh(keys, ordered, table, shift, zero, out):  # type: ignore[no-untyped-def]
+def _fresh(keys: Any, ordered: Any, table: Any, shift: Any, zero: bool, out: Any) -> int:
     """``out[i]``: ``keys[i]`` is in neither ``ordered`` (sorted) nor ``table`` (nor is 0
     when ``zero``, the table's flag for it) and is the first of its value in ``keys``.
     Returns how many are."""
@@ -108,7 +109,8 @@ def _fresh(keys, ordered, table, shift, zero, out):  # type: ignore[no-untyped-d
     return fresh
 
 
-def _admit(keys, ordered, table, shift, zero, out):  # type: ignore[no-untyped-def]
+def _admit(keys: Any, ordered: Any, table: Any, shift: Any, zero: bool, out: Any
+           ) -> tuple[int, bool]:
     """:func:`_fresh` and :func:`_add` in one pass: each fresh key goes into ``table`` at
     once, so the batch's later repeats find it there. ``out[:k]`` gets the k fresh keys'
     indices; returns k, and whether the key 0 was among them."""
@@ -140,7 +142,7 @@ def _admit(keys, ordered, table, shift, zero, out):  # type: ignore[no-untyped-d
     return k, zero_fresh
 
 
-def _add(keys, table, shift):  # type: ignore[no-untyped-def]
+def _add(keys: Any, table: Any, shift: Any) -> tuple[int, bool]:
     """Insert the non-zero ``keys`` into ``table``; returns how many were new, and
     whether the key 0 was among ``keys``."""
     new = 0
@@ -157,7 +159,7 @@ def _add(keys, table, shift):  # type: ignore[no-untyped-def]
 _DIGIT = 11  # radix sort digit: 6 passes over 64 bits, 2048 counters each (cache-sized)
 
 
-def _sorted(keys):  # type: ignore[no-untyped-def]
+def _sorted(keys: Any) -> Any:
     """``keys`` sorted (LSD radix sort: ~3x np.sort's speed on the recent keys)."""
     n = len(keys)
     size = 1 << _DIGIT
@@ -186,7 +188,7 @@ def _sorted(keys):  # type: ignore[no-untyped-def]
     return src
 
 
-def _merged(a, b):  # type: ignore[no-untyped-def]
+def _merged(a: Any, b: Any) -> Any:
     """The sorted ``a`` and ``b`` as one sorted array: O(len(a) + len(b))."""
     out = np.empty(len(a) + len(b), np.uint64)
     i = j = k = 0
