@@ -9,9 +9,10 @@ recent keys reach ``recent_limit``) into the same sorted array. What changes:
 - the recent keys live in an open-addressing table of ``uint64`` slots, at load 1/2 (up to
   3/4 for the batch that triggers a merge): 2 MB for the default limit, where Python's
   set of ints took about 13 MB;
-- :func:`_fresh` / :func:`_add` run a batch in one compiled loop each (binary search in
-  the array, probes in the table, a scratch table for the batch's own repeats): no
-  ``np.unique``, no ``tolist``, no set intersection;
+- :func:`_fresh`, :func:`_add` and :func:`_admit` (both at once, for builds without
+  picks) run a batch in one compiled loop each (binary search in the array, probes in
+  the table; a scratch table, or the table itself in ``_admit``, for the batch's own
+  repeats): no ``np.unique``, no ``tolist``, no set intersection;
 - a merge radix-sorts the recent keys and merges them into the array in one linear pass
   (the reference sorts the whole concatenation), so merges cost O(total) each, with the
   same peak of 16 bytes per key for a moment.
