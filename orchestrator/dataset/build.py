@@ -58,13 +58,13 @@ from orchestrator import __version__
 from orchestrator.coords import PASS, to_index
 from orchestrator.dataset.dedup import SeenPositions
 from orchestrator.dataset.samples import (
-    ORIGIN_NAMES,
     SIZE,
     GameRead,
     Positions,
     read_file,
     read_files,
 )
+from orchestrator.dataset.selection import pick, targets
 from orchestrator.dataset.shards import (
     FIELDS,
     FORMAT,
@@ -192,29 +192,6 @@ def read_all(files: Sequence[str], workers: int) -> Iterator[GameRead]:
                 yield from games
 
 
-def spread(indices: np.ndarray, n: int) -> np.ndarray:
-    """``n`` of ``indices`` evenly spaced from first to last (all if there are fewer)."""
-    if n >= len(indices):
-        return indices
-    return indices[np.linspace(0, len(indices) - 1, n).round().astype(np.intp)]
-
-
-def pick(tactical: np.ndarray, n: int, tactical_bias: bool, rng: random.Random) -> np.ndarray:
-    """Row indices (ascending) of at most ``n`` of the rows whose tactics bits are
-    ``tactical`` (one per row)."""
-    rows = np.arange(len(tactical))
-    if len(rows) <= n:
-        return rows
-    if not tactical_bias:
-        return spread(rows, n)
-    bits = np.flatnonzero(tactical).tolist()
-    chosen = sorted(rng.sample(bits, min(len(bits), (n + 1) // 2)))
-    rest = np.ones(len(rows), bool)  # np.setdiff1d(rows, chosen), without its sort
-    rest[chosen] = False
-    others = rows[rest]
-    return np.sort(np.concatenate([np.array(chosen, np.intp), spread(others, n - len(chosen))]))
-
-
 def _seen_positions() -> SeenPositions | fastdedup.SeenPositions:
     """The dedup index: compiled where numba is installed (the ``fast`` extra; the same
     masks, :mod:`.fastdedup`), else the reference."""
@@ -294,7 +271,7 @@ class _Builder:
         assert positions is not None
         counts = self.counts
         counts.positions += len(positions)
-        keep = self._targets(game, positions)
+        keep = targets(game, positions, self.options, counts.excluded)
         rows = None if keep is None else np.flatnonzero(keep)
         if self.stages:
             if rows is not None:
@@ -365,33 +342,6 @@ class _Builder:
                     if value & bit:
                         tactical[name] += n
         return self.counts
-
-    def _targets(self, game: GameRead, positions: Positions) -> np.ndarray | None:
-        """Boolean mask of the rows that are targets; None when every row is."""
-        options, excluded = self.options, self.counts.excluded
-        keep: np.ndarray | None = None
-
-        def drop(mask: np.ndarray, why: str) -> None:
-            nonlocal keep
-            if keep is None:
-                excluded[why] += int(np.count_nonzero(mask))
-                keep = ~mask
-            else:
-                excluded[why] += int(np.count_nonzero(keep & mask))
-                keep &= ~mask
-
-        # Most games have only the players' own moves: no mask per origin for those.
-        if not options.include_fallback and np.count_nonzero(positions.origin):
-            for origin, name in ORIGIN_NAMES.items():
-                drop(positions.origin == origin, name)
-        if options.winner_only:
-            if game.winner:
-                drop(positions.to_play != game.winner, "loser")
-            else:
-                drop(np.ones(len(positions), bool), "no winner")
-        if options.tactics_only:
-            drop(positions.tactical == 0, "not tactical")
-        return None if keep is None or keep.all() else keep
 
     def _row(self, game: GameRead, status: str, reason: str | None, prov: Provenance,
              samples: int) -> None:

@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.dataset import FIELDS, BuildOptions, build, fastdedup, load, load_games
-from orchestrator.dataset.build import pick, spread
 from orchestrator.dataset.samples import GameRead, Positions, read_file
+from orchestrator.dataset.selection import pick, spread
 from orchestrator.dataset.shards import read_manifest
 from orchestrator.dataset.sources import find_sgf_files
 from orchestrator.files import read_sgf_file
