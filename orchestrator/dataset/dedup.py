@@ -9,6 +9,9 @@ array when full. A merge copies the array once (peak 16 bytes per key, for a
 moment), so merging ``recent_limit`` keys at a time costs O(total) each, a few
 seconds in all for 20 million keys. Membership tests are batched per game:
 one ``searchsorted`` over the array plus set look-ups for the recent keys.
+
+This is the reference. With numba installed (the ``fast`` extra) builds use
+:mod:`.fastdedup`'s compiled index: the same layout, masks, merges and ``nbytes``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,13 @@ class SeenPositions:
             if hits:
                 mask &= ~np.isin(keys, np.array(list(hits), np.uint64))
         return mask
+
+    def admit(self, keys: np.ndarray) -> np.ndarray:
+        """Indices (ascending) of the :meth:`fresh` ``keys``, which are added: for a
+        build that keeps every fresh position (no pick per game)."""
+        mask = self.fresh(keys)
+        self.add(keys[mask])
+        return np.flatnonzero(mask)
 
     def add(self, keys: np.ndarray) -> None:
         self._recent.update(keys.tolist())

@@ -37,6 +37,10 @@ FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
 }
 
 
+# The fields a sample takes from its Positions row (winner and game come per game).
+_POSITION_FIELDS = ("board", "to_play", "move", "move_number", "ko", "tactical")
+
+
 class DatasetError(ValueError):
     """A dataset (or a build's input) that cannot be used; ``str()`` is one line
     naming the file."""
@@ -64,21 +68,37 @@ class ShardWriter:
         return sum(entry["samples"] for entry in self.shards) + self._n
 
     def add(self, positions: Positions, winner: int, game: int,
-            extra: Mapping[str, np.ndarray] | None = None) -> None:
-        rows = self._rows
-        start = 0
-        while start < len(positions):
-            count = min(len(positions) - start, self.shard_size - self._n)
-            src = slice(start, start + count)
+            extra: Mapping[str, np.ndarray] | None = None,
+            rows: np.ndarray | None = None) -> None:
+        """Append ``positions``' rows (those at the ascending indices ``rows``, when
+        given) as samples of ``game``: each field is copied once, from the positions
+        straight into the shard arrays. ``extra``: a join's fields, one row per sample."""
+        total = len(positions) if rows is None else len(rows)
+        offset = 0
+        if rows is not None and total and rows[-1] - rows[0] == total - 1:
+            # A run of consecutive rows (dedup dropped only opening moves, say): slices.
+            rows, offset = None, int(rows[0])
+        arrays = self._rows
+        done = 0
+        while done < total:
+            count = min(total - done, self.shard_size - self._n)
             dst = slice(self._n, self._n + count)
-            for name in ("board", "to_play", "move", "move_number", "ko", "tactical"):
-                rows[name][dst] = getattr(positions, name)[src]
-            rows["winner"][dst] = winner
-            rows["game"][dst] = game
+            if rows is None:
+                src = slice(offset + done, offset + done + count)
+                for name in _POSITION_FIELDS:
+                    arrays[name][dst] = getattr(positions, name)[src]
+            else:
+                at = rows[done:done + count]
+                for name in _POSITION_FIELDS:
+                    # mode="clip": no bounds-checking copy (rows are in range).
+                    np.take(getattr(positions, name), at, axis=0, out=arrays[name][dst],
+                            mode="clip")
+            arrays["winner"][dst] = winner
+            arrays["game"][dst] = game
             for name, values in (extra or {}).items():
-                rows[name][dst] = values[src]
+                arrays[name][dst] = values[done:done + count]
             self._n += count
-            start += count
+            done += count
             if self._n == self.shard_size:
                 self.flush()
 
