@@ -216,9 +216,10 @@ def _game_read(path: str, game: SgfGame) -> GameRead:
 def read_file(path: str | Path) -> list[GameRead]:
     """Every game of one SGF file, replayed; a file that cannot be read is one
     rejected entry with the reason ``go19 replay --require-19`` gives."""
+    from orchestrator.dataset.fastparse import main_lines  # grammar's, compiled
     path = str(path)
     try:
-        games = read_sgf_file(path, require_size=SIZE)
+        games = read_sgf_file(path, require_size=SIZE, lines=main_lines)
     except SgfError as exc:
         return [GameRead(path=path, game_index=None, status="rejected", reason=exc.kind,
                          detail=exc.reason, at_move=getattr(exc, "move", None))]
