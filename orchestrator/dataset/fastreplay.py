@@ -29,6 +29,7 @@ from orchestrator.coords import PASS
 from orchestrator.dataset.samples import AREA, SIZE, Positions, _positions, origin_of
 from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
 from orchestrator.sgf import Setup, SgfGame, SgfMove
+from orchestrator.sgf.grammar import Node
 
 try:
     from numba import njit
@@ -234,7 +235,46 @@ def _replay(colors: Any, points: Any, setup_before: Any, changes: Any, zob: Any,
     return -1
 
 
+def _decode(run: Any, colors: Any, points: Any) -> int:
+    """The moves of a game's runs of plain move nodes (``;B[pd]``, maybe with time-left
+    values after the move, whitespace anywhere between) as the reader's 19x19 table reads
+    them; the count, or -1 at anything else (the caller then reads ``game.moves``)."""
+    n = run.shape[0]
+    count = 0
+    i = 0
+    while i < n:
+        if run[i] != 59:  # ;
+            i += 1  # whitespace, or a time-left value (no ; in those)
+            continue
+        i += 1
+        while i < n and (run[i] == 32 or 9 <= run[i] <= 13 or 28 <= run[i] <= 31):
+            i += 1
+        if i + 2 >= n or count >= colors.shape[0] or run[i + 1] != 91:
+            return -1
+        colors[count] = 1 if run[i] == 66 else 2 if run[i] == 87 else 0
+        if colors[count] == 0:
+            return -1
+        i += 2
+        if run[i] == 93:
+            points[count] = PASS
+        elif i + 2 < n and run[i + 2] == 93:
+            col, row = run[i] - 97, run[i + 1] - 97
+            if col == 19 and row == 19:  # tt
+                points[count] = PASS
+            elif 0 <= col < SIZE and 0 <= row < SIZE:
+                points[count] = row * SIZE + col
+            else:
+                return -1
+            i += 2
+        else:
+            return -1
+        i += 1
+        count += 1
+    return count
+
+
 if ENABLED:
+    _decode = njit(cache=True, nogil=True)(_decode)
     _flood = njit(cache=True, nogil=True)(_flood)
     _seen = njit(cache=True, nogil=True)(_seen)
     _remember = njit(cache=True, nogil=True)(_remember)
@@ -273,14 +313,31 @@ def warm() -> float:
     return time.process_time() - started
 
 
-def positions(game: SgfGame) -> Positions:
-    """``samples._positions(game)``, computed by the kernel where it can be."""
+def _moves(game: SgfGame, nodes: list[Node] | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Colours and points of the game's moves, and whether they all came from runs of
+    plain move nodes (then none has a source, comment or time): read straight from the
+    runs' text when they hold as many moves as the game (no other node held one), else
+    from ``game.moves`` one by one."""
+    n = len(game.moves)
+    if nodes is not None:
+        runs = "".join([node for node in nodes if node.__class__ is str])
+        if runs.isascii():
+            colors = np.empty(n, np.uint8)
+            points = np.empty(n, np.int64)
+            if _decode(np.frombuffer(runs.encode("ascii"), np.uint8), colors, points) == n:
+                return colors, points, True
+    colors = np.fromiter(map(_colour, game.moves), np.uint8, n)
+    points = np.fromiter(map(_point, game.moves), np.int64, n)
+    return colors, points, False
+
+
+def positions(game: SgfGame, nodes: list[Node] | None = None) -> Positions:
+    """``samples._positions(game)``, computed by the kernel where it can be. ``nodes``, the
+    main line the reader built ``game`` from, saves reading ``game.moves`` one by one."""
     if not ENABLED or game.size != SIZE:
         return _positions(game)
-    moves = game.moves
-    n = len(moves)
-    colors = np.fromiter(map(_colour, moves), np.uint8, n)
-    points = np.fromiter(map(_point, moves), np.int64, n)
+    colors, points, plain = _moves(game, nodes)
+    n = len(colors)
     before, changes = _changes(game)
     zob, side_ko, adj = _tables()
     boards = np.empty((n, AREA), np.uint8)
@@ -290,8 +347,8 @@ def positions(game: SgfGame) -> Positions:
     if _replay(colors, points, before, changes, zob, side_ko, adj, boards, ko, tactical,
                keys) >= 0:
         return _positions(game)  # raises the reference's own error for this game
-    sources = list(map(_source, moves))
-    if sources.count(None) == n:
+    sources = None if plain else list(map(_source, game.moves))
+    if sources is None or sources.count(None) == n:
         origin = np.zeros(n, np.uint8)
     else:
         origin = np.array([origin_of(s) for s in sources], np.uint8)
