@@ -130,7 +130,7 @@ def _setup(board: Any, adj: Any, at: int, changes: Any, mark: Any, libmark: Any,
 
 def _replay(colors: Any, points: Any, setup_before: Any, changes: Any, zob: Any,
             side_ko: Any, adj: Any, boards: Any, ko_out: Any, tactical: Any,
-            keys: Any) -> int:
+            keys: Any, moves: Any) -> int:
     """Fill the rows; -1 if every move and setup is legal, else the step that is not."""
     n = colors.shape[0]
     area = adj.shape[0]
@@ -161,6 +161,7 @@ def _replay(colors: Any, points: Any, setup_before: Any, changes: Any, zob: Any,
         color = colors[i]
         p = points[i]
         boards[i, :] = board
+        moves[i] = area if p < 0 else p
         ko_out[i] = ko
         keys[i] = h ^ side_ko[color * (area + 1) + ko + 1]
         if p < 0:  # a pass
@@ -282,9 +283,16 @@ if ENABLED:
     _replay = njit(cache=True, nogil=True)(_replay)
 
 
+# Most games have no setup: the kernel only reads these.
+_NO_SETUP = (np.zeros(0, np.int64),
+             (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8)))
+
+
 def _changes(game: SgfGame) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Setups as arrays: before_move per setup; offsets, points, colours of the changes in
     ``Board.setup``'s order (cleared, then black, then white)."""
+    if not game.setup:
+        return _NO_SETUP
     before = np.array([s.before_move for s in game.setup], np.int64)
     offsets, pts, cols = [0], [], []
     for s in game.setup:
@@ -344,8 +352,9 @@ def positions(game: SgfGame, nodes: list[Node] | None = None) -> Positions:
     ko = np.empty(n, np.int16)
     tactical = np.empty(n, np.uint8)
     keys = np.empty(n, np.uint64)
+    move = np.empty(n, np.int16)
     if _replay(colors, points, before, changes, zob, side_ko, adj, boards, ko, tactical,
-               keys) >= 0:
+               keys, move) >= 0:
         return _positions(game)  # raises the reference's own error for this game
     sources = None if plain else list(map(_source, game.moves))
     if sources is None or sources.count(None) == n:
@@ -355,7 +364,7 @@ def positions(game: SgfGame, nodes: list[Node] | None = None) -> Positions:
     return Positions(
         board=boards.reshape(n, SIZE, SIZE),
         to_play=colors,
-        move=np.where(points == PASS, AREA, points).astype(np.int16),
+        move=move,
         move_number=np.arange(1, n + 1, dtype=np.int32),
         ko=ko,
         tactical=tactical,
