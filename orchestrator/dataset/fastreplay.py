@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.coords import PASS
+from orchestrator.dataset import fastparse
 from orchestrator.dataset.samples import AREA, SIZE, Positions, _positions, origin_of
 from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
 from orchestrator.sgf import Setup, SgfGame, SgfMove
@@ -305,15 +306,18 @@ def _changes(game: SgfGame) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, n
 
 
 def warm() -> float:
-    """Compile the kernel (once per machine: numba caches it) or load it (once per
-    process, a fraction of a second); seconds taken. Where numba cannot compile here, the
-    pure path takes over with a warning."""
+    """Compile the kernels, the replay's and :mod:`fastparse`'s (once per machine: numba
+    caches them) or load them (once per process, a fraction of a second); seconds taken.
+    Where numba cannot compile here, the pure path takes over with a warning."""
     global ENABLED
     started = time.process_time()
     if ENABLED:
         try:
             positions(SgfGame(moves=(SgfMove(1, 0), SgfMove(2, 1)),
-                              setup=(Setup(0, black=(3,)), Setup(5, white=(4,)))))
+                              setup=(Setup(0, black=(3,)), Setup(5, white=(4,)))),
+                      [{}, ";B[aa];W[ba]"])
+            for text in ("(;B[aa])", "(;C[\u00e9])"):  # the build's parse: bytes, code points
+                fastparse.main_lines(text)
         except Exception as exc:  # numba installed but unusable on this machine
             ENABLED = False
             warnings.warn(f"go19: the compiled replay is unusable here ({exc}); using the "

@@ -37,7 +37,7 @@ from orchestrator.sgf import (
     SgfError,
     SgfGame,
 )
-from orchestrator.sgf.grammar import Node
+from orchestrator.sgf.grammar import Node, main_lines
 
 SIZE = 19
 AREA = SIZE * SIZE
@@ -217,12 +217,13 @@ def _game_read(path: str, game: SgfGame, nodes: list[Node] | None = None) -> Gam
 def read_file(path: str | Path) -> list[GameRead]:
     """Every game of one SGF file, replayed; a file that cannot be read is one
     rejected entry with the reason ``go19 replay --require-19`` gives."""
-    from orchestrator.dataset.fastparse import main_lines  # grammar's, compiled
+    from orchestrator.dataset import fastparse, fastreplay  # they import this module
     path = str(path)
     trees: list[list[Node]] = []
+    step2 = fastparse.main_lines if fastreplay.ENABLED else main_lines
 
     def lines(text: str) -> list[list[Node]]:
-        trees.extend(main_lines(text))  # kept: the replay reads plain moves from them
+        trees.extend(step2(text))  # kept: the compiled replay reads plain moves from them
         return trees
 
     try:
