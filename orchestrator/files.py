@@ -116,8 +116,8 @@ def read_sgf_file(path: str | os.PathLike[str], *, require_size: int | None = No
     the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all).
     ``lines`` is :func:`~orchestrator.sgf.read_games`' step 2."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        with open(path, "rb", buffering=0) as fh:  # one read: no buffer to set up
+            data = fh.readall()
     except OSError as exc:
         raise Unreadable.from_os_error(exc, os.fspath(path)) from None
     return read_games(data, require_size=require_size, path=os.fspath(path),
