@@ -217,7 +217,7 @@ def _game_read(path: str, game: SgfGame, nodes: list[Node] | None = None) -> Gam
 def read_file(path: str | Path) -> list[GameRead]:
     """Every game of one SGF file, replayed; a file that cannot be read is one
     rejected entry with the reason ``go19 replay --require-19`` gives."""
-    from orchestrator.dataset import fastparse, fastreplay  # they import this module
+    from orchestrator.dataset import fastparse, fastreplay  # fastreplay imports this module
     path = str(path)
     trees: list[list[Node]] = []
     step2 = fastparse.main_lines if fastreplay.ENABLED else main_lines
