@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.coords import PASS
-from orchestrator.dataset import fastparse, fastreplay
-from orchestrator.dataset.samples import Positions, _positions
+from orchestrator.dataset import fastparse, fastreplay, samples
+from orchestrator.dataset.samples import GameRead, Positions, _positions
 from orchestrator.dataset.sources import find_sgf_files
 from orchestrator.rules.board import Board
 from orchestrator.sgf import Setup, SgfError, SgfGame, SgfMove, read_games
@@ -82,6 +82,29 @@ def test_whole_real_corpus() -> None:
     # most games' moves come from their runs' text, the others' from game.moves.
     assert checked > 500 and rejected >= 1 and tactical > 1000
     assert checked - 100 > plain > checked / 2
+
+
+@requires_real_sgf
+def test_build_reading_equals_the_pure_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """samples.read_file, compiled (parse, plain moves, replay) and pure: the same
+    GameRead for every game of every file, every field and every array."""
+    files, _ = find_sgf_files([REAL_SGF])
+    fast = [samples.read_file(path) for path in files]
+    monkeypatch.setattr(fastreplay, "ENABLED", False)
+    pure = [samples.read_file(path) for path in files]
+    assert len(fast) == len(pure) == len(files)
+    for fast_reads, pure_reads in zip(fast, pure, strict=True):
+        assert len(fast_reads) == len(pure_reads)
+        for a, b in zip(fast_reads, pure_reads, strict=True):
+            for name in GameRead.__slots__:
+                if name != "positions":
+                    assert getattr(a, name) == getattr(b, name), (a.path, name)
+            assert (a.positions is None) == (b.positions is None)
+            if a.positions is not None:
+                for name in Positions.__slots__:
+                    x, y = getattr(a.positions, name), getattr(b.positions, name)
+                    assert x.dtype == y.dtype and np.array_equal(x, y), (a.path, name)
+    assert sum(r.status == "ok" for reads in fast for r in reads) > 500
 
 
 # Games in a 6x6 corner, played with the rules board so they go on long enough for
