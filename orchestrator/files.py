@@ -12,12 +12,13 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
 from orchestrator.sgf import SgfGame, Unreadable, read_games
+from orchestrator.sgf.grammar import Node, main_lines
 
 
 @contextmanager
@@ -109,13 +110,15 @@ def read_manifest(path: Path, fmt: str, error: type[Exception], what: str) -> di
     return manifest
 
 
-def read_sgf_file(path: str | os.PathLike[str], *, require_size: int | None = None
-                  ) -> list[SgfGame]:
+def read_sgf_file(path: str | os.PathLike[str], *, require_size: int | None = None,
+                  lines: Callable[[str], list[list[Node]]] = main_lines) -> list[SgfGame]:
     """Every game of an SGF file; raises an :class:`~orchestrator.sgf.SgfError` naming
-    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all)."""
+    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all).
+    ``lines`` is :func:`~orchestrator.sgf.read_games`' step 2."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        with open(path, "rb", buffering=0) as fh:  # one read: no buffer to set up
+            data = fh.readall()
     except OSError as exc:
         raise Unreadable.from_os_error(exc, os.fspath(path)) from None
-    return read_games(data, require_size=require_size, path=os.fspath(path))
+    return read_games(data, require_size=require_size, path=os.fspath(path),
+                      lines=lines)

@@ -26,9 +26,11 @@ from typing import Any
 import numpy as np
 
 from orchestrator.coords import PASS
+from orchestrator.dataset import fastparse
 from orchestrator.dataset.samples import AREA, SIZE, Positions, _positions, origin_of
 from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
 from orchestrator.sgf import Setup, SgfGame, SgfMove
+from orchestrator.sgf.grammar import Node
 
 try:
     from numba import njit
@@ -129,7 +131,7 @@ def _setup(board: Any, adj: Any, at: int, changes: Any, mark: Any, libmark: Any,
 
 def _replay(colors: Any, points: Any, setup_before: Any, changes: Any, zob: Any,
             side_ko: Any, adj: Any, boards: Any, ko_out: Any, tactical: Any,
-            keys: Any) -> int:
+            keys: Any, moves: Any) -> int:
     """Fill the rows; -1 if every move and setup is legal, else the step that is not."""
     n = colors.shape[0]
     area = adj.shape[0]
@@ -160,6 +162,7 @@ def _replay(colors: Any, points: Any, setup_before: Any, changes: Any, zob: Any,
         color = colors[i]
         p = points[i]
         boards[i, :] = board
+        moves[i] = area if p < 0 else p
         ko_out[i] = ko
         keys[i] = h ^ side_ko[color * (area + 1) + ko + 1]
         if p < 0:  # a pass
@@ -234,7 +237,46 @@ def _replay(colors: Any, points: Any, setup_before: Any, changes: Any, zob: Any,
     return -1
 
 
+def _decode(run: Any, colors: Any, points: Any) -> int:
+    """The moves of a game's runs of plain move nodes (``;B[pd]``, maybe with time-left
+    values after the move, whitespace anywhere between) as the reader's 19x19 table reads
+    them; the count, or -1 at anything else (the caller then reads ``game.moves``)."""
+    n = run.shape[0]
+    count = 0
+    i = 0
+    while i < n:
+        if run[i] != 59:  # ;
+            i += 1  # whitespace, or a time-left value (no ; in those)
+            continue
+        i += 1
+        while i < n and (run[i] == 32 or 9 <= run[i] <= 13 or 28 <= run[i] <= 31):
+            i += 1
+        if i + 2 >= n or count >= colors.shape[0] or run[i + 1] != 91:
+            return -1
+        colors[count] = 1 if run[i] == 66 else 2 if run[i] == 87 else 0
+        if colors[count] == 0:
+            return -1
+        i += 2
+        if run[i] == 93:
+            points[count] = PASS
+        elif i + 2 < n and run[i + 2] == 93:
+            col, row = run[i] - 97, run[i + 1] - 97
+            if col == 19 and row == 19:  # tt
+                points[count] = PASS
+            elif 0 <= col < SIZE and 0 <= row < SIZE:
+                points[count] = row * SIZE + col
+            else:
+                return -1
+            i += 2
+        else:
+            return -1
+        i += 1
+        count += 1
+    return count
+
+
 if ENABLED:
+    _decode = njit(cache=True, nogil=True)(_decode)
     _flood = njit(cache=True, nogil=True)(_flood)
     _seen = njit(cache=True, nogil=True)(_seen)
     _remember = njit(cache=True, nogil=True)(_remember)
@@ -242,9 +284,16 @@ if ENABLED:
     _replay = njit(cache=True, nogil=True)(_replay)
 
 
+# Most games have no setup: the kernel only reads these.
+_NO_SETUP = (np.zeros(0, np.int64),
+             (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8)))
+
+
 def _changes(game: SgfGame) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Setups as arrays: before_move per setup; offsets, points, colours of the changes in
     ``Board.setup``'s order (cleared, then black, then white)."""
+    if not game.setup:
+        return _NO_SETUP
     before = np.array([s.before_move for s in game.setup], np.int64)
     offsets, pts, cols = [0], [], []
     for s in game.setup:
@@ -257,15 +306,18 @@ def _changes(game: SgfGame) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, n
 
 
 def warm() -> float:
-    """Compile the kernel (once per machine: numba caches it) or load it (once per
-    process, a fraction of a second); seconds taken. Where numba cannot compile here, the
-    pure path takes over with a warning."""
+    """Compile the kernels, the replay's and :mod:`fastparse`'s (once per machine: numba
+    caches them) or load them (once per process, a fraction of a second); seconds taken.
+    Where numba cannot compile here, the pure path takes over with a warning."""
     global ENABLED
     started = time.process_time()
     if ENABLED:
         try:
             positions(SgfGame(moves=(SgfMove(1, 0), SgfMove(2, 1)),
-                              setup=(Setup(0, black=(3,)), Setup(5, white=(4,)))))
+                              setup=(Setup(0, black=(3,)), Setup(5, white=(4,)))),
+                      [{}, ";B[aa];W[ba]"])
+            for text in ("(;B[aa])", "(;C[\u00e9])"):  # the build's parse: bytes, code points
+                fastparse.main_lines(text)
         except Exception as exc:  # numba installed but unusable on this machine
             ENABLED = False
             warnings.warn(f"go19: the compiled replay is unusable here ({exc}); using the "
@@ -273,32 +325,50 @@ def warm() -> float:
     return time.process_time() - started
 
 
-def positions(game: SgfGame) -> Positions:
-    """``samples._positions(game)``, computed by the kernel where it can be."""
+def _moves(game: SgfGame, nodes: list[Node] | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Colours and points of the game's moves, and whether they all came from runs of
+    plain move nodes (then none has a source, comment or time): read straight from the
+    runs' text when they hold as many moves as the game (no other node held one), else
+    from ``game.moves`` one by one."""
+    n = len(game.moves)
+    if nodes is not None:
+        runs = "".join([node for node in nodes if node.__class__ is str])
+        if runs.isascii():
+            colors = np.empty(n, np.uint8)
+            points = np.empty(n, np.int64)
+            if _decode(np.frombuffer(runs.encode("ascii"), np.uint8), colors, points) == n:
+                return colors, points, True
+    colors = np.fromiter(map(_colour, game.moves), np.uint8, n)
+    points = np.fromiter(map(_point, game.moves), np.int64, n)
+    return colors, points, False
+
+
+def positions(game: SgfGame, nodes: list[Node] | None = None) -> Positions:
+    """``samples._positions(game)``, computed by the kernel where it can be. ``nodes``, the
+    main line the reader built ``game`` from, saves reading ``game.moves`` one by one."""
     if not ENABLED or game.size != SIZE:
         return _positions(game)
-    moves = game.moves
-    n = len(moves)
-    colors = np.fromiter(map(_colour, moves), np.uint8, n)
-    points = np.fromiter(map(_point, moves), np.int64, n)
+    colors, points, plain = _moves(game, nodes)
+    n = len(colors)
     before, changes = _changes(game)
     zob, side_ko, adj = _tables()
     boards = np.empty((n, AREA), np.uint8)
     ko = np.empty(n, np.int16)
     tactical = np.empty(n, np.uint8)
     keys = np.empty(n, np.uint64)
+    move = np.empty(n, np.int16)
     if _replay(colors, points, before, changes, zob, side_ko, adj, boards, ko, tactical,
-               keys) >= 0:
+               keys, move) >= 0:
         return _positions(game)  # raises the reference's own error for this game
-    sources = list(map(_source, moves))
-    if sources.count(None) == n:
+    sources = None if plain else list(map(_source, game.moves))
+    if sources is None or sources.count(None) == n:
         origin = np.zeros(n, np.uint8)
     else:
         origin = np.array([origin_of(s) for s in sources], np.uint8)
     return Positions(
         board=boards.reshape(n, SIZE, SIZE),
         to_play=colors,
-        move=np.where(points == PASS, AREA, points).astype(np.int16),
+        move=move,
         move_number=np.arange(1, n + 1, dtype=np.int32),
         ko=ko,
         tactical=tactical,

@@ -37,6 +37,7 @@ from orchestrator.sgf import (
     SgfError,
     SgfGame,
 )
+from orchestrator.sgf.grammar import Node, main_lines
 
 SIZE = 19
 AREA = SIZE * SIZE
@@ -187,7 +188,7 @@ def _metadata(raw: str | None) -> object:
         return raw
 
 
-def _game_read(path: str, game: SgfGame) -> GameRead:
+def _game_read(path: str, game: SgfGame, nodes: list[Node] | None = None) -> GameRead:
     props = game.root_props
     players = None
     if BLACK_PLAYER_PROP in props or WHITE_PLAYER_PROP in props:
@@ -203,7 +204,7 @@ def _game_read(path: str, game: SgfGame) -> GameRead:
         return GameRead(status="void", **common)
     from orchestrator.dataset.fastreplay import positions as fast  # _positions, compiled
     try:
-        positions = fast(game)
+        positions = fast(game, nodes)
     except SgfError as exc:
         return GameRead(status="rejected", reason=exc.kind, detail=exc.reason,
                         at_move=getattr(exc, "move", None), **common)
@@ -216,13 +217,21 @@ def _game_read(path: str, game: SgfGame) -> GameRead:
 def read_file(path: str | Path) -> list[GameRead]:
     """Every game of one SGF file, replayed; a file that cannot be read is one
     rejected entry with the reason ``go19 replay --require-19`` gives."""
+    from orchestrator.dataset import fastparse, fastreplay  # fastreplay imports this module
     path = str(path)
+    trees: list[list[Node]] = []
+    step2 = fastparse.main_lines if fastreplay.ENABLED else main_lines
+
+    def lines(text: str) -> list[list[Node]]:
+        trees.extend(step2(text))  # kept: the compiled replay reads plain moves from them
+        return trees
+
     try:
-        games = read_sgf_file(path, require_size=SIZE)
+        games = read_sgf_file(path, require_size=SIZE, lines=lines)
     except SgfError as exc:
         return [GameRead(path=path, game_index=None, status="rejected", reason=exc.kind,
                          detail=exc.reason, at_move=getattr(exc, "move", None))]
-    return [_game_read(path, game) for game in games]
+    return [_game_read(path, game, trees[game.game_index]) for game in games]
 
 
 def read_files(paths: list[str]) -> list[list[GameRead]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from functools import cache
 
 from orchestrator.coords import PASS, CoordinateError, from_sgf, to_sgf
@@ -246,14 +247,16 @@ def _build_game(
 
 
 def read_games(
-    data: bytes, *, require_size: int | None = None, path: str | None = None
+    data: bytes, *, require_size: int | None = None, path: str | None = None,
+    lines: Callable[[str], list[list[Node]]] = main_lines,
 ) -> list[SgfGame]:
     """Every game in an SGF file's bytes, main lines only.
 
     Raises an :class:`SgfError` subclass, naming ``path`` (where the caller read the
     bytes) when given, and nothing else. ``require_size=19`` rejects other boards with
     :class:`NotNineteen`. The caller opens the file (:meth:`Unreadable.from_os_error`
-    turns its OSError into the same kind of one-line error).
+    turns its OSError into the same kind of one-line error). ``lines`` is step 2: the
+    build passes its compiled twin of :func:`~orchestrator.sgf.grammar.main_lines`.
     """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"read_games takes the file's bytes, not {type(data).__name__}")
@@ -262,11 +265,11 @@ def read_games(
         text = decode_text(data)[0]
         if not text.strip():
             raise EmptyFile("empty file")
-        lines = main_lines(text)
-        if not lines:
+        trees = lines(text)
+        if not trees:
             raise Unparseable("no SGF game tree found")
         sha1 = hashlib.sha1(data).hexdigest()
-        return [_build_game(nodes, sha1, i, require_size) for i, nodes in enumerate(lines)]
+        return [_build_game(line, sha1, i, require_size) for i, line in enumerate(trees)]
     except SgfError as exc:
         if exc.path is None:
             exc.path = path

@@ -21,6 +21,7 @@ _SUPERSETS = {
     "gb2312": "gb18030", "gbk": "gb18030", "euc_kr": "cp949",
     "shift_jis": "cp932", "ascii": "utf-8",
 }
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _FALLBACKS = ("utf-8", "gb18030", "cp949", "cp932", "iso8859-1")
 _SINGLE_BYTE_LATIN = ("iso8859-1", "cp1252", "iso8859-15")
 
@@ -48,7 +49,7 @@ def _plausible(text: str, codec: str) -> float:
     each wrong guess tends to land in rare code points (GBK-only ideographs for
     Shift_JIS read as GB18030, half-width katakana for GB2312 read as Shift_JIS,
     U+FFFD for broken UTF-8, C1 controls for Latin-1)."""
-    chars = [ch for ch in text if ord(ch) > 127]
+    chars = _NON_ASCII.findall(text)
     if not chars:
         return 1.0
     core = {"gb18030": "gb2312", "cp949": "euc_kr", "cp932": "shift_jis"}.get(codec)
