@@ -1,5 +1,6 @@
 """`go19 label --ray`: two CPU KataGo actors on a local Ray label real games as one engine
-does, and an actor killed with games in flight loses nothing."""
+does, an actor killed with games in flight loses nothing, and input without a game to label
+is refused before Ray starts."""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ from orchestrator.label.games import select_games
 from orchestrator.label.progress import PlainReporter
 from orchestrator.label.run import LabelRunError, RunOptions
 from orchestrator.label.store import LabelSet, LabelWriter
-from tests.cluster.conftest import REAL, requires_real
+from tests.cluster.conftest import NO_RAY, REAL, requires_real
 from tests.label.conftest import requires_katago
 
-pytestmark = [requires_katago, requires_real]
+pytestmark = [requires_real]
 
 MOVES = 3  # positions per game: CPU KataGo answers about one a second
 
@@ -45,6 +46,7 @@ def _games(folder: Path) -> dict[str, dict[str, Any]]:
     return {g["ident"]: g for g in json.loads((folder / "labels.json").read_text())["games"]}
 
 
+@requires_katago
 def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: Path) -> None:
     out = tmp_path / "labels"
     assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
@@ -71,6 +73,7 @@ def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: 
         np.testing.assert_allclose(a.arrays["winrate"], b.arrays["winrate"], atol=1e-3)
 
 
+@requires_katago
 def test_ray_labels_build_the_same_dataset(local_ray: Any, single: Path,
                                            tmp_path: Path) -> None:
     out = tmp_path / "labels"
@@ -93,6 +96,7 @@ def test_ray_labels_build_the_same_dataset(local_ray: Any, single: Path,
             assert np.array_equal(x[name], y[name]), name
 
 
+@requires_katago
 def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) -> None:
     ray = local_ray
     moves = 6  # games long enough to be caught half answered
@@ -124,6 +128,7 @@ def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) 
     assert {g.ident for g in games} == {g["ident"] for g in labels.manifest["games"]}
 
 
+@requires_katago
 def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
     games, _ = select_games(_files(4), max_moves=MOVES)
     options = RunOptions(visits=1, max_in_flight=1)
@@ -154,6 +159,7 @@ def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
     assert len(LabelSet(folder)) == MOVES * len(games)
 
 
+@requires_katago
 def test_engine_that_cannot_start_is_one_line(local_ray: Any, tmp_path: Path) -> None:
     games, _ = select_games(_files(1), max_moves=1)
     options = RunOptions()
@@ -167,6 +173,7 @@ def test_engine_that_cannot_start_is_one_line(local_ray: Any, tmp_path: Path) ->
                                 "no such file on node " + socket.gethostname())
 
 
+@requires_katago
 def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_path: Path,
                                                          capsys: Any) -> None:
     # num_cpus=2: three one-CPU engines would wait for ever; a GPU engine has no GPU.
@@ -179,6 +186,7 @@ def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_pat
         assert LabelSet(out).manifest["counts"]["games"] == 0  # nothing asked, folder usable
 
 
+@requires_katago
 def test_katago_killed_inside_an_actor_restarts_there(local_ray: Any, tmp_path: Path) -> None:
     ray = local_ray
     moves = 6
@@ -211,3 +219,22 @@ def test_katago_killed_inside_an_actor_restarts_there(local_ray: Any, tmp_path: 
     rows = set(zip(labels.arrays["sha1"].tolist(), labels.arrays["game_index"].tolist(),
                    labels.arrays["move_number"].tolist(), strict=True))
     assert len(rows) == moves * len(games)
+
+
+def test_input_without_a_game_is_refused_before_ray(tmp_path: Path, capsys: Any) -> None:
+    # The plain command's refusal (tests/cli/test_empty_inputs.py): exit 2, one line,
+    # nothing written, and no engine or Ray asked (none of the KataGo paths exists).
+    pytest.importorskip("ray", reason=NO_RAY)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("2x2.sgf", "owl42.sgf"):  # not 19x19, truncated
+        (folder / name).write_bytes((REAL / "odd" / name).read_bytes())
+    out = tmp_path / "labels"
+    missing = str(tmp_path / "no-katago")
+    status = main(["label", str(folder), "--out", str(out), "--katago", missing,
+                   "--ray", "--engines", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert err[0] == (f"label: nothing to label, nothing written to {out}: 2 SGF files, "
+                      "2 games: rejected 2 (not-19x19 1, truncated 1), skipped 0")
+    assert not out.exists()
