@@ -4,6 +4,7 @@ is refused before Ray starts."""
 
 from __future__ import annotations
 
+import heapq
 import io
 import json
 import os
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.cluster.label import ClusterOptions, RayLabelRun
+from orchestrator.cluster.label import ClusterOptions, RayLabelRun, _Slot, next_piece
 from orchestrator.cluster.label_actor import EngineSpec
 from orchestrator.dataset.shards import load
 from orchestrator.label.games import select_games
@@ -238,3 +239,46 @@ def test_input_without_a_game_is_refused_before_ray(tmp_path: Path, capsys: Any)
     assert err[0] == (f"label: nothing to label, nothing written to {out}: 2 SGF files, "
                       "2 games: rejected 2 (not-19x19 1, truncated 1), skipped 0")
     assert not out.exists()
+
+
+def _hand_out(lengths: list[int], pieces: int) -> list[tuple[int, range]]:
+    queue = [(order, 0, n) for order, n in enumerate(lengths)]
+    queued, out = sum(lengths), []
+    while queue:
+        order, rows = next_piece(queue, queued, pieces)
+        queued -= len(rows)
+        out.append((order, rows))
+    return out
+
+
+def test_pieces_cover_every_row_once_in_order_and_shrink_at_the_end() -> None:
+    lengths = [15] * 8  # bench/label.py's old scaling run: 2 engines x 4 in flight
+    out = _hand_out(lengths, pieces=2 * 2 * 4)
+    assert [(o, r) for o, rows in out for r in rows] == [
+        (o, r) for o, n in enumerate(lengths) for r in range(n)]  # build order, each once
+    assert len(out[0][1]) == 8 and all(len(rows) == 1 for _, rows in out[-16:])
+    # A long queue hands out whole games: pieces only once it holds fewer positions than
+    # the pieces in flight x a game (here about the last 256 of 1000 games).
+    long = _hand_out([200] * 1000, pieces=2 * 8 * 16)
+    assert [len(rows) for _, rows in long[:746]] == [200] * 746 and len(long[746][1]) < 200
+
+
+def test_a_lost_piece_goes_back_in_its_place() -> None:
+    queue = [(order, 0, 10) for order in range(3)]
+    first = next_piece(queue, 30, 1)  # one piece in flight: the whole first game
+    assert first == (0, range(0, 10))
+    second = next_piece(queue, 20, 4)
+    assert second == (1, range(0, 5))
+    heapq.heappush(queue, (0, 0, 10))  # the engine holding game 0 died
+    assert next_piece(queue, 25, 100) == (0, range(0, 1))
+
+
+def test_rate_line_counts_the_answers_between_two_polls() -> None:
+    # Polls come back every half interval: a rate is the answers between the polls
+    # before two lines over the time between those polls, not the time between lines.
+    run = RayLabelRun(None, EngineSpec(), RunOptions(), ClusterOptions(engines=2),  # type: ignore[arg-type]
+                      PlainReporter(io.StringIO()))
+    run.slots = [_Slot(0, seen=25, seen_at=10.0, line_seen=5, line_time=0.0),
+                 _Slot(1, seen=10, seen_at=4.0, line_seen=0, line_time=0.0)]
+    assert run.rates_line() == "engines (positions/s): #0 2.00, #1 2.50; total 4.50"
+    assert run.rates_line() == "engines (positions/s): #0 0.00, #1 0.00; total 0.00"
