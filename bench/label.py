@@ -22,9 +22,11 @@ local Ray with 1 engine and then with N (default 2), each engine an actor held t
 engine, of ``--scale-moves`` positions): scaling = rate(N) / rate(1), target >= 1.8x for 2
 engines at ``--visits 1``. ``--engines 0`` skips it. Each run also gives its CPU accounting
 (Linux): every process of the command's tree (driver, Ray's processes, the actors, KataGo)
-is sampled twice a second, and over the samples where every KataGo is busy it prints the
-CPU the processes other than KataGo take, in cores and in ms per position, and each
-KataGo's busiest thread's share (one core per engine: one pocl thread does the work).
+is sampled twice a second; over the samples where every KataGo works it prints the CPU the
+other processes take (by kind, as a share of KataGo's CPU and in ms per position: figures
+that stay meaningful on a loaded machine), each KataGo's busiest thread's share of its CPU
+(one core per engine: one pocl thread does the work), and each engine's idle seconds while
+another still works (the tail).
 """
 
 from __future__ import annotations
@@ -166,36 +168,63 @@ class CpuSampler:
         except (OSError, ValueError, IndexError):
             return []
 
-    def report(self, rate: float) -> str:
-        """While every KataGo is busy (>= 0.25 CPU s in each 0.5 s sample): the CPU
-        of the other processes, and each KataGo's busiest thread's share of its CPU."""
-        engines = {pid for sample in self.samples for pid in sample if self._katago(pid)}
-        busy = [i for i in range(1, len(self.samples)) if engines and all(
-            self.samples[i].get(p, 0) - self.samples[i - 1].get(p, 0) >= 0.25
-            for p in engines)]
-        if len(busy) < 4:
-            return "    CPU accounting: too few samples with every KataGo busy"
-        seconds = other = katago = 0.0
-        spread = []
-        for i in busy:
-            seconds += 0.5
-            for pid, cpu in self.samples[i].items():
-                used = cpu - self.samples[i - 1].get(pid, cpu)
-                if pid in engines:
-                    katago += used
-                else:
-                    other += used
-        first, last = busy[0] - 1, busy[-1]
-        for pid in sorted(engines):
-            before, after = self.threads[first].get(pid, []), self.threads[last].get(pid, [])
-            used = [b - a for a, b in zip(before, after, strict=False)]
-            if sum(used) > 0:
-                spread.append(f"{100 * max(used) / sum(used):.0f} %")
-        return (f"    CPU while every KataGo is busy ({seconds:.0f} s): KataGo "
-                f"{katago / seconds:.2f} cores, everything else {other / seconds:.3f} cores "
-                f"= {1000 * other / seconds / rate:.0f} ms per position; busiest KataGo "
-                f"thread's share: {', '.join(spread)}")
+    def report(self, positions: int) -> str:
+        """While every KataGo works: the CPU of the other processes (by kind, and per
+        position, counting positions by KataGo's CPU per position over the whole run),
+        each KataGo's busiest thread's share of its CPU; and from the first sample where
+        every KataGo works to the last where one does, each engine's idle seconds."""
+        engines = sorted({pid for sample in self.samples for pid in sample
+                          if self._katago(pid)})
 
+        def used(i: int, pid: int) -> float:
+            return self.samples[i].get(pid, 0.0) - self.samples[i - 1].get(pid, 0.0)
+
+        working = [i for i in range(1, len(self.samples))
+                   if engines and all(used(i, p) >= 0.05 for p in engines)]
+        if len(working) < 4:
+            return "    CPU accounting: too few samples with every KataGo working"
+        kinds: dict[str, float] = {}
+        katago = 0.0
+        for i in working:
+            for pid in self.samples[i]:
+                if pid in engines:
+                    katago += used(i, pid)
+                else:
+                    kind = _kind(self.names.get(pid, ""))
+                    kinds[kind] = kinds.get(kind, 0.0) + used(i, pid)
+        other = sum(kinds.values())
+        per_position = sum(max(s.get(p, 0.0) for s in self.samples) for p in engines) / positions
+        spread = []
+        for pid in engines:
+            before = self.threads[working[0] - 1].get(pid, [])
+            after = self.threads[working[-1]].get(pid, [])
+            threads = [b - a for a, b in zip(before, after, strict=False)]
+            if sum(threads) > 0:
+                spread.append(f"{100 * max(threads) / sum(threads):.0f} %")
+        last = max(i for i in range(1, len(self.samples))
+                   if any(used(i, p) >= 0.05 for p in engines))
+        idle = [0.5 * sum(used(i, p) < 0.05 for i in range(working[0], last + 1))
+                for p in engines]
+        parts = ", ".join(f"{k} {1000 * v / katago * per_position:.1f}"
+                          for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]) if v)
+        return (f"    CPU while every KataGo works ({0.5 * len(working):.0f} s): KataGo "
+                f"{katago / (0.5 * len(working)):.2f} cores, {per_position:.2f} s per position; "
+                f"everything else {100 * other / katago:.1f} % of KataGo's CPU = "
+                f"{1000 * other / katago * per_position:.0f} ms per position ({parts}); "
+                f"busiest KataGo thread's share {', '.join(spread)}\n"
+                f"    engines idle while another works: "
+                f"{', '.join(f'{s:.1f} s' for s in idle)} of "
+                f"{0.5 * (last + 1 - working[0]):.0f} s")
+
+
+def _kind(command: str) -> str:
+    for kind, mark in (("driver", "orchestrator.cli"), ("actors", "default_worker"),
+                       ("raylet", "raylet"), ("gcs", "gcs_server"),
+                       ("log monitor", "log_monitor"), ("dashboard", "dashboard"),
+                       ("runtime env agent", "runtime_env"), ("monitor", "monitor.py")):
+        if mark in command:
+            return kind
+    return "other"
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -268,7 +297,7 @@ def scaling(args: argparse.Namespace) -> int:
             print(f"  go19 label --ray --engines {n}: {n_pos} positions in {seconds:.1f} s = "
                   f"{rates[n]:.3f} positions/s (load average {os.getloadavg()[0]:.1f})")
             if sampler is not None:
-                print(sampler.report(rates[n]))
+                print(sampler.report(n_pos))
     print(f"ray scaling, {engines} engines / 1: {rates[engines] / rates[1]:.2f}x "
           f"(target >= 1.8x for 2)")
     return 0
