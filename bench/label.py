@@ -139,20 +139,21 @@ class CpuSampler:
                     except (OSError, ValueError, IndexError):
                         continue
                     children.setdefault(parent, []).append((int(entry), cpu))
-            tree, todo = {}, [root]
+            try:
+                tree, todo = {root: self._stat(f"/proc/{root}/stat")[1]}, [root]
+            except (OSError, ValueError, IndexError):
+                break
             while todo:
                 for pid, cpu in children.get(todo.pop(), []):
                     tree[pid] = cpu
                     todo.append(pid)
-            for pid in tree:
-                name = self.names.get(pid)
-                if name is None or name.startswith("/bin/"):  # a wrapper may exec since
-                    try:
-                        with open(f"/proc/{pid}/cmdline", "rb") as f:
-                            self.names[pid] = f.read().replace(b"\0", b" ").decode(
-                                errors="replace")
-                    except OSError:
-                        self.names.setdefault(pid, "")
+            for pid in tree:  # read again each time: a forked child may exec since
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        self.names[pid] = f.read().replace(b"\0", b" ").decode(
+                            errors="replace")
+                except OSError:
+                    self.names.setdefault(pid, "")
             self.samples.append(tree)
             self.threads.append({pid: self._threads(pid) for pid in tree
                                  if self._katago(pid)})
@@ -198,7 +199,8 @@ class CpuSampler:
         for pid in engines:
             before = self.threads[working[0] - 1].get(pid, [])
             after = self.threads[working[-1]].get(pid, [])
-            threads = [b - a for a, b in zip(before, after, strict=False)]
+            threads = [b - (before[t] if t < len(before) else 0.0)  # threads started since
+                       for t, b in enumerate(after)]
             if sum(threads) > 0:
                 spread.append(f"{100 * max(threads) / sum(threads):.0f} %")
         last = max(i for i in range(1, len(self.samples))
@@ -218,10 +220,11 @@ class CpuSampler:
 
 
 def _kind(command: str) -> str:
-    for kind, mark in (("driver", "orchestrator.cli"), ("actors", "default_worker"),
-                       ("raylet", "raylet"), ("gcs", "gcs_server"),
-                       ("log monitor", "log_monitor"), ("dashboard", "dashboard"),
-                       ("runtime env agent", "runtime_env"), ("monitor", "monitor.py")):
+    for kind, mark in (("driver", "orchestrator.cli"), ("raylet", "raylet/raylet"),
+                       ("gcs", "gcs_server"), ("agents", "ray::DashboardAgent"),
+                       ("agents", "ray::RuntimeEnvAgent"), ("idle workers", "ray::IDLE"),
+                       ("actors", "ray::"), ("log monitor", "log_monitor"),
+                       ("dashboard", "dashboard"), ("monitor", "monitor.py")):
         if mark in command:
             return kind
     return "other"
