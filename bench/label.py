@@ -19,7 +19,8 @@ of direct.
 With Ray installed (the ``cluster`` extra), ``--engines`` runs ``go19 label --ray`` on a
 local Ray with 1 engine and then with N (default 2), each engine an actor held to one core
 (``--cpus-per-engine 1``), on the same positions (``--scale-games`` games, default 4 per
-engine, of ``--scale-moves`` positions): scaling = rate(N) / rate(1), target >= 1.8x for 2
+engine, of ``--scale-moves`` positions, none shared between games but the empty board,
+see :func:`distinct_games`): scaling = rate(N) / rate(1), target >= 1.8x for 2
 engines at ``--visits 1``. ``--engines 0`` skips it. Each run also gives its CPU accounting
 (Linux): every process of the command's tree (driver, Ray's processes, the actors, KataGo)
 is sampled twice a second; over the samples where every KataGo works it prints the CPU the
@@ -219,6 +220,27 @@ class CpuSampler:
                 f"{0.5 * (last + 1 - working[0]):.0f} s")
 
 
+def distinct_games(count: int, moves: int) -> list[Path]:
+    """``count`` real games of ``moves`` positions that share at most one position (the
+    empty board) with the games before them. KataGo's nnCache answers a position it has
+    seen for free: the first pro games repeat openings (the first 20 positions of 8 games
+    are 120 distinct positions in 160), and one engine, with one cache, would skip more
+    of them than two engines with a cache each."""
+    games, _ = select_games(sorted(PRO.glob("*.sgf")), max_moves=moves)
+    seen: set[int] = set()
+    picked: list[Path] = []
+    for game in games:
+        keys = set() if game.key is None else {int(k) for k in game.key}
+        if (game.status == "ok" and game.positions == moves == len(keys)
+                and len(keys & seen) <= 1):
+            picked.append(Path(game.path))
+            seen |= keys
+            if len(picked) == count:
+                return picked
+    raise SystemExit(f"ray scaling: only {len(picked)} games of {moves} distinct positions "
+                     f"in {PRO}; ask for fewer (--scale-games)")
+
+
 def _kind(command: str) -> str:
     for kind, mark in (("driver", "orchestrator.cli"), ("raylet", "raylet/raylet"),
                        ("gcs", "gcs_server"), ("agents", "ray::DashboardAgent"),
@@ -287,9 +309,9 @@ def scaling(args: argparse.Namespace) -> int:
         print("ray scaling: Ray not installed (pip install 'go19[cluster]'); skipped")
         return 0
     engines = args.engines
-    files = sorted(PRO.glob("*.sgf"))[:args.scale_games or 4 * engines]
-    print(f"ray scaling: {len(files)} games x {args.scale_moves} moves, load average "
-          f"{os.getloadavg()[0]:.1f}")
+    files = distinct_games(args.scale_games or 4 * engines, args.scale_moves)
+    print(f"ray scaling: {len(files)} games x {args.scale_moves} moves (no position shared "
+          f"but the empty board), load average {os.getloadavg()[0]:.1f}")
     rates = {}
     with tempfile.TemporaryDirectory(prefix="bench-label-ray-") as tmp:
         for n in (1, engines):
