@@ -151,10 +151,11 @@ class CpuSampler:
             for pid in tree:  # read again each time: a forked child may exec since
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        self.names[pid] = f.read().replace(b"\0", b" ").decode(
-                            errors="replace")
+                        command = f.read().replace(b"\0", b" ").decode(errors="replace")
                 except OSError:
-                    self.names.setdefault(pid, "")
+                    command = ""
+                if command or pid not in self.names:  # an exited one's reads empty
+                    self.names[pid] = command
             self.samples.append(tree)
             self.threads.append({pid: self._threads(pid) for pid in tree
                                  if self._katago(pid)})
