@@ -236,7 +236,7 @@ class RayLabelRun:
                                 f"without finishing a game; last: {first}")
         self.result.restarts += 1
         self.reporter.message(f"engine {slot.index} on {slot.node or '?'} lost ({first}); "
-                              "its games go back to the queue; starting a new one")
+                              "its games in flight go back to the queue; starting a new one")
         self._start_actor(remote, slot)
 
     def _piece_back(self, game: _Open, rows: range, outcome: GameOutcome) -> None:
