@@ -147,8 +147,9 @@ class EngineActor:
         """The engine's identity, as ``labels.json`` keeps it (waits for the first start)."""
         return self._engine.info()
 
-    def label(self, order: int, game: LabelGame) -> GameOutcome:
-        return self._engine.label(order, game)
+    def label(self, order: int, game: LabelGame, rows: range | None = None) -> GameOutcome:
+        """The game's labels, or those of its ``rows`` only (arrays of those rows)."""
+        return self._engine.label(order, game, rows)
 
     def positions(self) -> int:
         """Positions answered so far on this actor (for the driver's rates)."""
@@ -194,8 +195,8 @@ class _TrioEngine:
         """The engine's identity, as ``labels.json`` keeps it (waits for the first start)."""
         return trio.from_thread.run(self._wait_info, trio_token=self._token)
 
-    def label(self, order: int, game: LabelGame) -> GameOutcome:
-        return trio.from_thread.run(self._label, order, game, trio_token=self._token)
+    def label(self, order: int, game: LabelGame, rows: range | None) -> GameOutcome:
+        return trio.from_thread.run(self._label, order, game, rows, trio_token=self._token)
 
     def positions(self) -> int:
         """Positions answered so far on this actor (for the driver's rates)."""
@@ -283,13 +284,20 @@ class _TrioEngine:
         assert self._info is not None
         return self._info
 
-    async def _label(self, order: int, game: LabelGame) -> GameOutcome:
+    async def _label(self, order: int, game: LabelGame, rows: range | None) -> GameOutcome:
         while True:
             engine = await self._current_engine()
             try:
-                await self._run._label(engine, order, game)
+                await self._run._label(engine, order, game, rows)
             except KataGoDied:
                 # Asked again on the next engine, as LabelRun puts it back in its queue.
                 self._engine_gone(engine)
                 continue
-            return self._capture.take(game)
+            # No checkpoint since _label handed its outcome to the capture: another piece
+            # of the same game cannot have taken it.
+            outcome = self._capture.take(game)
+            if rows is None or outcome.arrays is None:
+                return outcome
+            part = {name: values[rows.start:rows.stop] for name, values in
+                    outcome.arrays.items()}
+            return GameOutcome(part, outcome.error, outcome.warnings, outcome.messages)

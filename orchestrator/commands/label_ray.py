@@ -73,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         print(f"label: {exc}", file=sys.stderr)
         return 2
-    opened = open_folder(args, options, lambda _: None, refuse_empty=False)
+    # Input without a game to label is refused as plain `label` refuses it: before Ray
+    # starts, nothing written.
+    opened = open_folder(args, options, lambda _: None, refuse_empty=True)
     if isinstance(opened, int):
         return opened
     _, games, void_files, writer = opened

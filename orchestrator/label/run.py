@@ -135,16 +135,24 @@ class LabelRun:
         self.result = RunResult()
         self.finished_since_restart = False
 
-    async def _label(self, engine: KataGoEngine, order: int, game: LabelGame) -> None:
+    async def _label(self, engine: KataGoEngine, order: int, game: LabelGame,
+                     rows: range | None = None) -> None:
+        """Label ``game``, or only its ``rows`` (a piece of it, for the Ray driver, which
+        puts the pieces together; the writer then gets arrays with those rows filled)."""
         arrays = empty_labels(game, self.options.ownership)
+        part = range(game.positions) if rows is None else rows
         warnings: set[str] = set()
         answered = 0
         try:
             for segment in game.segments:
+                turns = range(max(part.start - segment.first, 0),
+                              min(part.stop - segment.first, segment.rows))
+                if not turns:
+                    continue
                 stream = engine.analyze_game_stream(
                     segment.moves, komi=game.komi, initial_stones=segment.initial_stones,
                     initial_player=segment.initial_player, rules=GO19_RULES,
-                    analyze_turns=range(segment.rows), max_visits=self.options.visits,
+                    analyze_turns=turns, max_visits=self.options.visits,
                     include_policy=True, include_ownership=self.options.ownership,
                     priority=-order,
                 )
@@ -159,7 +167,7 @@ class LabelRun:
             self.reporter.advance(-answered)
             raise
         except KataGoQueryError as exc:
-            self.reporter.advance(game.positions - answered)  # the bar counts it as done
+            self.reporter.advance(len(part) - answered)  # the bar counts it as done
             self.result.errors += 1
             self.writer.record(game, "error", "katago", exc.message, warnings)
             self.reporter.message(f"error: {game.where}: {exc}")
@@ -169,7 +177,7 @@ class LabelRun:
             self.reporter.message(f"warning: {game.where}: KataGo: {'; '.join(sorted(warnings))}")
         self.writer.add(game, arrays, warnings)
         self.result.labelled += 1
-        self.result.positions += game.positions
+        self.result.positions += len(part)
         self.finished_since_restart = True
         self.reporter.game_done(game)
 

@@ -1,8 +1,10 @@
 """`go19 label --ray`: two CPU KataGo actors on a local Ray label real games as one engine
-does, and an actor killed with games in flight loses nothing."""
+does, an actor killed with games in flight loses nothing, and input without a game to label
+is refused before Ray starts."""
 
 from __future__ import annotations
 
+import heapq
 import io
 import json
 import os
@@ -15,17 +17,17 @@ import numpy as np
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.cluster.label import ClusterOptions, RayLabelRun
+from orchestrator.cluster.label import ClusterOptions, RayLabelRun, _Slot, next_piece
 from orchestrator.cluster.label_actor import EngineSpec
 from orchestrator.dataset.shards import load
 from orchestrator.label.games import select_games
 from orchestrator.label.progress import PlainReporter
 from orchestrator.label.run import LabelRunError, RunOptions
 from orchestrator.label.store import LabelSet, LabelWriter
-from tests.cluster.conftest import REAL, requires_real
+from tests.cluster.conftest import NO_RAY, REAL, requires_real
 from tests.label.conftest import requires_katago
 
-pytestmark = [requires_katago, requires_real]
+pytestmark = [requires_real]
 
 MOVES = 3  # positions per game: CPU KataGo answers about one a second
 
@@ -45,6 +47,7 @@ def _games(folder: Path) -> dict[str, dict[str, Any]]:
     return {g["ident"]: g for g in json.loads((folder / "labels.json").read_text())["games"]}
 
 
+@requires_katago
 def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: Path) -> None:
     out = tmp_path / "labels"
     assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
@@ -71,6 +74,7 @@ def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: 
         np.testing.assert_allclose(a.arrays["winrate"], b.arrays["winrate"], atol=1e-3)
 
 
+@requires_katago
 def test_ray_labels_build_the_same_dataset(local_ray: Any, single: Path,
                                            tmp_path: Path) -> None:
     out = tmp_path / "labels"
@@ -93,6 +97,7 @@ def test_ray_labels_build_the_same_dataset(local_ray: Any, single: Path,
             assert np.array_equal(x[name], y[name]), name
 
 
+@requires_katago
 def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) -> None:
     ray = local_ray
     moves = 6  # games long enough to be caught half answered
@@ -124,6 +129,7 @@ def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) 
     assert {g.ident for g in games} == {g["ident"] for g in labels.manifest["games"]}
 
 
+@requires_katago
 def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
     games, _ = select_games(_files(4), max_moves=MOVES)
     options = RunOptions(visits=1, max_in_flight=1)
@@ -154,6 +160,7 @@ def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
     assert len(LabelSet(folder)) == MOVES * len(games)
 
 
+@requires_katago
 def test_engine_that_cannot_start_is_one_line(local_ray: Any, tmp_path: Path) -> None:
     games, _ = select_games(_files(1), max_moves=1)
     options = RunOptions()
@@ -167,6 +174,7 @@ def test_engine_that_cannot_start_is_one_line(local_ray: Any, tmp_path: Path) ->
                                 "no such file on node " + socket.gethostname())
 
 
+@requires_katago
 def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_path: Path,
                                                          capsys: Any) -> None:
     # num_cpus=2: three one-CPU engines would wait for ever; a GPU engine has no GPU.
@@ -179,6 +187,7 @@ def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_pat
         assert LabelSet(out).manifest["counts"]["games"] == 0  # nothing asked, folder usable
 
 
+@requires_katago
 def test_katago_killed_inside_an_actor_restarts_there(local_ray: Any, tmp_path: Path) -> None:
     ray = local_ray
     moves = 6
@@ -211,3 +220,65 @@ def test_katago_killed_inside_an_actor_restarts_there(local_ray: Any, tmp_path: 
     rows = set(zip(labels.arrays["sha1"].tolist(), labels.arrays["game_index"].tolist(),
                    labels.arrays["move_number"].tolist(), strict=True))
     assert len(rows) == moves * len(games)
+
+
+def test_input_without_a_game_is_refused_before_ray(tmp_path: Path, capsys: Any) -> None:
+    # The plain command's refusal (tests/cli/test_empty_inputs.py): exit 2, one line,
+    # nothing written, and no engine or Ray asked (none of the KataGo paths exists).
+    pytest.importorskip("ray", reason=NO_RAY)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("2x2.sgf", "owl42.sgf"):  # not 19x19, truncated
+        (folder / name).write_bytes((REAL / "odd" / name).read_bytes())
+    out = tmp_path / "labels"
+    missing = str(tmp_path / "no-katago")
+    status = main(["label", str(folder), "--out", str(out), "--katago", missing,
+                   "--ray", "--engines", "2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert err[0] == (f"label: nothing to label, nothing written to {out}: 2 SGF files, "
+                      "2 games: rejected 2 (not-19x19 1, truncated 1), skipped 0")
+    assert not out.exists()
+
+
+def _hand_out(lengths: list[int], pieces: int) -> list[tuple[int, range]]:
+    queue = [(order, 0, n) for order, n in enumerate(lengths)]
+    queued, out = sum(lengths), []
+    while queue:
+        order, rows = next_piece(queue, queued, pieces)
+        queued -= len(rows)
+        out.append((order, rows))
+    return out
+
+
+def test_pieces_cover_every_row_once_in_order_and_shrink_at_the_end() -> None:
+    lengths = [15] * 8  # bench/label.py's old scaling run: 2 engines x 4 in flight
+    out = _hand_out(lengths, pieces=2 * 2 * 4)
+    assert [(o, r) for o, rows in out for r in rows] == [
+        (o, r) for o, n in enumerate(lengths) for r in range(n)]  # build order, each once
+    assert len(out[0][1]) == 8 and all(len(rows) == 1 for _, rows in out[-16:])
+    # A long queue hands out whole games: pieces only once it holds fewer positions than
+    # the pieces in flight x a game (here about the last 256 of 1000 games).
+    long = _hand_out([200] * 1000, pieces=2 * 8 * 16)
+    assert [len(rows) for _, rows in long[:746]] == [200] * 746 and len(long[746][1]) < 200
+
+
+def test_a_lost_piece_goes_back_in_its_place() -> None:
+    queue = [(order, 0, 10) for order in range(3)]
+    first = next_piece(queue, 30, 1)  # one piece in flight: the whole first game
+    assert first == (0, range(0, 10))
+    second = next_piece(queue, 20, 4)
+    assert second == (1, range(0, 5))
+    heapq.heappush(queue, (0, 0, 10))  # the engine holding game 0 died
+    assert next_piece(queue, 25, 100) == (0, range(0, 1))
+
+
+def test_rate_line_counts_the_answers_between_two_polls() -> None:
+    # Polls come back every half interval: a rate is the answers between the polls
+    # before two lines over the time between those polls, not the time between lines.
+    run = RayLabelRun(None, EngineSpec(), RunOptions(), ClusterOptions(engines=2),  # type: ignore[arg-type]
+                      PlainReporter(io.StringIO()))
+    run.slots = [_Slot(0, seen=25, seen_at=10.0, line_seen=5, line_time=0.0),
+                 _Slot(1, seen=10, seen_at=4.0, line_seen=0, line_time=0.0)]
+    assert run.rates_line() == "engines (positions/s): #0 2.00, #1 2.50; total 4.50"
+    assert run.rates_line() == "engines (positions/s): #0 0.00, #1 0.00; total 0.00"
