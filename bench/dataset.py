@@ -209,8 +209,14 @@ def child_build(corpus: Path, out: Path, workers: int) -> None:
                       "worker_kib": workers_rss}))
 
 
-def child_dedup(keys: int) -> None:
-    seen = SeenPositions()
+def child_dedup(keys: int, kind: str) -> None:
+    """The reference index (``pure``) or the compiled one (``compiled``, the build's own
+    where numba is installed), fed one game's worth of random keys at a time."""
+    if kind == "compiled":
+        from orchestrator.dataset import fastdedup
+        seen = fastdedup.SeenPositions()
+    else:
+        seen = SeenPositions()
     rng = np.random.default_rng(1)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
@@ -285,7 +291,7 @@ def main() -> None:
         elif kind == "build":
             child_build(Path(rest[0]), Path(rest[1]), int(rest[2]))
         else:
-            child_dedup(int(rest[0]))
+            child_dedup(int(rest[0]), rest[1])
         return
 
     if not REAL_SGF.is_dir():
@@ -305,11 +311,13 @@ def main() -> None:
               f"{result['games'] / result['cpu']:.0f} per CPU second); "
               f"peak RSS main {result['main_kib'] / 1024:.0f} MiB, "
               f"largest worker {result['worker_kib'] / 1024:.0f} MiB", flush=True)
-    result = json.loads(run_child("dedup", str(args.dedup_keys)))
-    print(f"  dedup index: {result['keys']} keys in {result['seconds']:.1f} s, "
-          f"{result['index_bytes'] / result['keys']:.1f} bytes/key held, "
-          f"peak growth {result['peak_growth_kib'] / 1024:.0f} MiB "
-          f"({result['peak_growth_kib'] * 1024 / result['keys']:.1f} bytes/key)")
+    kinds = ["pure", "compiled"] if fastreplay.ENABLED else ["pure"]
+    for kind in kinds:
+        result = json.loads(run_child("dedup", str(args.dedup_keys), kind))
+        print(f"  dedup index ({kind}): {result['keys']} keys in {result['seconds']:.1f} s, "
+              f"{result['index_bytes'] / result['keys']:.1f} bytes/key held, "
+              f"peak growth {result['peak_growth_kib'] / 1024:.0f} MiB "
+              f"({result['peak_growth_kib'] * 1024 / result['keys']:.1f} bytes/key)")
 
 
 if __name__ == "__main__":
