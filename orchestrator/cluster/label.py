@@ -233,7 +233,7 @@ class RayLabelRun:
         first = _why(death)
         if slot.replaced > self.options.max_restarts:
             raise LabelRunError(f"engine {slot.index} died {slot.replaced} times in a row "
-                                f"without finishing a game; last: {first}")
+                                f"without finishing a game or a piece of one; last: {first}")
         self.result.restarts += 1
         self.reporter.message(f"engine {slot.index} on {slot.node or '?'} lost ({first}); "
                               "its games in flight go back to the queue; starting a new one")

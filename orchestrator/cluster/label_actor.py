@@ -253,7 +253,7 @@ class _TrioEngine:
             deaths = 1 if self._run.result.labelled > finished_before else deaths + 1
             if deaths > self.options.max_restarts:
                 self._fail(f"KataGo died {deaths} times in a row on node "
-                           f"{socket.gethostname()} without finishing a game")
+                           f"{socket.gethostname()} without finishing a game or a piece of one")
                 return
 
     def _engine_gone(self, engine: KataGoEngine | None) -> None:

@@ -1,6 +1,5 @@
-"""Running two-player statistics over journal records: the dashboard's Elo line
-and the SPRT stop rule. Paired openings are counted as pentanomial pairs, the
-rest as single games."""
+"""The SPRT stop rule over journal records. Paired openings are counted as
+pentanomial pairs, the rest as single games."""
 
 from __future__ import annotations
 
@@ -21,18 +20,6 @@ def _counts(records: list[dict], player: str, opponent: str) -> elo_math.Counts:
     """The run state keeps journal records as dicts (what ``Recorder.save`` returns)."""
     games = rated_games(JournalRecord.model_validate(r) for r in records)
     return head_to_head(games, player, opponent)
-
-
-def elo_line(records: list[dict], player: str, opponent: str) -> str:
-    counts = _counts(records, player, opponent)
-    est = elo_math.estimate(counts)
-    if est.elo is None:
-        return f"{player} vs {opponent}: no rated games yet"
-    text = f"{player} vs {opponent}: Elo {est.elo:+.0f}"
-    if est.error is not None:
-        text += f" ± {est.error:.0f} (95 %)  LOS {est.los * 100:.1f} %"
-    kind = "pairs" if isinstance(counts, elo_math.Pentanomial) else "games"
-    return f"{text}  [{est.samples} {kind}]"
 
 
 def sprt_check(records: list[dict], player: str, opponent: str, config) -> SprtVerdict:

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.collect.stopping import elo_line
+from orchestrator.collect.dashboard import pairing_stats, verdict_text
 from orchestrator.coords import PASS
 from orchestrator.rules.board import BLACK, IllegalMove
 from orchestrator.rules.estimate import estimate
@@ -40,6 +40,7 @@ class WatchHub:
         # game number -> (move number, estimate): one estimate per new move, however many
         # pages look and however often, so watching costs the run next to nothing.
         self._estimates: dict[int, tuple[int, str]] = {}
+        self._verdict_cache: dict = {}  # the head-to-head, recomputed per recorded game
         state = collector.state
         chained = state.on_event
 
@@ -60,7 +61,9 @@ class WatchHub:
         if pairing.black != pairing.white and tally is not None:
             wld = (f"{pairing.black} vs {pairing.white}: "
                    f"{tally.wins}–{tally.losses}–{tally.draws} (W–L–D)")
-            elo = elo_line(state.records, pairing.black, pairing.white)
+            # The terminal dashboard's verdict line, word for word: W–L–D, Elo with its
+            # interval (±∞ before a game is lost), the statistic's kind, LOS, LLR.
+            elo = verdict_text(pairing_stats(collector, self._verdict_cache), state).plain
         else:
             wld, elo = f"{pairing.black} self-play", ""
         return {
