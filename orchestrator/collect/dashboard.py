@@ -38,7 +38,7 @@ from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.estimate import estimate
 
 if TYPE_CHECKING:
-    from orchestrator.collect.run import Collector
+    from orchestrator.collect.scheduler import Collector
     from orchestrator.players.go19 import ReplicaStats
 
 # The seed client's endpoint colours; a failing replica's whole row takes its colour.

@@ -6,10 +6,8 @@ Ctrl-C (or SIGTERM) stops starting games and lets the games in flight finish and
 recorded; a second one drops them. A player whose every replica is down pauses the
 games that need it, up to ``down_pause_s``, then the run stops.
 
-Slots: game ``k`` of the schedule is slot ``k``; a slot is done once a non-void
-game for it is in the journal. Starting a game takes the lowest slot neither
-done nor in flight, so a void game's slot is replayed and a resumed run replays
-exactly the slots that were in flight when it died.
+The games themselves (slots, outages, stop rules) are :mod:`.scheduler`'s
+:class:`Collector`; this module sets the run up around it and reports how it ended.
 """
 
 from __future__ import annotations
@@ -20,26 +18,20 @@ import shutil
 import signal
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import trio
 
 from orchestrator import __version__
-from orchestrator.collect.matchup import Matchup, load_matchup, run_name
-from orchestrator.collect.players import PlayerHandle, open_players
+from orchestrator.collect.matchup import load_matchup, run_name
+from orchestrator.collect.players import open_players
 from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
-from orchestrator.collect.recorder import JOURNAL, RUN_FILE, Recorder, RecordingError, utc_stamp
-from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
-from orchestrator.collect.schedule import OpeningError, Schedule
+from orchestrator.collect.recorder import JOURNAL, RUN_FILE, Recorder, utc_stamp
+from orchestrator.collect.schedule import OpeningError
+from orchestrator.collect.scheduler import Collector
 from orchestrator.collect.state import RunState
-from orchestrator.collect.stopping import sprt_check
 from orchestrator.recordings import read_journal, read_run_file
-from orchestrator.rules.game import Game
-
-# A player so broken that every game is void would otherwise be replayed forever.
-MAX_VOID_STREAK = 10
 
 # Exit statuses of `collect` (documented in its --help and the README).
 EXIT_OK = 0  # every game asked for is recorded, or the SPRT decided
@@ -119,262 +111,6 @@ def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool]:
 
 def _count_done(run_dir: Path) -> int:
     return sum(not record.void for record in read_journal(run_dir / JOURNAL).records)
-
-
-@dataclass
-class Outage:
-    """A player whose every replica is down: its games wait for ``up`` until ``deadline``."""
-
-    deadline: float
-    up: trio.Event = field(default_factory=trio.Event)
-
-
-class Collector:
-    def __init__(self, matchup: Matchup, run_dir: Path, target: int, log) -> None:
-        self.matchup = matchup
-        self.run_dir = run_dir
-        self.schedule = Schedule(matchup)
-        self.settings = RefereeSettings(
-            size=matchup.game.size,
-            komi=matchup.game.komi,
-            move_cap=matchup.game.move_cap,
-            move_timeout_s=matchup.game.move_timeout_s,
-            void_after=matchup.fallback.void_after,
-            fallback_level=matchup.fallback.level,
-        )
-        names = sorted(matchup.players)
-        self.state = RunState(run_id=run_dir.name, target=target, players=names, on_event=log)
-        self.log = log
-        self.done_slots: set[int] = set()
-        self.in_flight: dict[int, int] = {}  # slot -> game number
-        self.next_number = 1
-        self._changed = trio.Event()
-        self.players: dict[str, PlayerHandle] = {}
-        self.recorder: Recorder | None = None
-        self.fatal: str | None = None
-        self.dropped = 0
-        # One writer thread at a time: journal appends must not interleave, and a line a
-        # full disk cut short is truncated away, which must not take another line with it.
-        self._writer = trio.CapacityLimiter(1)
-        self.void_streak = 0
-        self._streak_fallbacks: dict[str, Counter] = {}
-        self.stop_kind: str | None = None
-        # After the first Ctrl-C: no new game starts, those in flight finish.
-        self.draining = False
-        self.finished_after_interrupt = 0
-        self.outages: dict[str, Outage] = {}
-        self._games: trio.Nursery | None = None
-
-    def restore(self, records: list[dict]) -> None:
-        for record in records:
-            self.state.add_record(record)
-            if not record["void"]:
-                self.done_slots.add(record["slot"])
-            self.next_number = max(self.next_number, record["game"] + 1)
-        self.state.done_at_start = self.state.done
-
-    def _free_slot(self) -> int:
-        slot = 0
-        while slot in self.done_slots or slot in self.in_flight:
-            slot += 1
-        return slot
-
-    def _down_player(self, spec: GameSpec) -> str | None:
-        for name in (spec.black, spec.white):
-            if self.players[name].is_down():
-                return name
-        return None
-
-    def _stop(self, kind: str, reason: str) -> None:
-        self.stop_kind = kind
-        self.state.stop_reason = reason
-        self.state.event(f"stopping: {reason}")
-        self._changed.set()
-
-    def drain(self) -> None:
-        """The first Ctrl-C: start nothing more, let the games in flight finish."""
-        self.draining = True
-        n = len(self.in_flight)
-        self.state.stop_reason = (
-            f"interrupted: finishing {n} game{'s' * (n != 1)} — Ctrl-C again to drop them"
-            if n else "interrupted: no game in flight"
-        )
-        self.state.event(self.state.stop_reason)
-        self._changed.set()
-
-    async def run_games(self) -> None:
-        state = self.state
-        concurrency = self.matchup.game.concurrency
-        async with trio.open_nursery() as nursery:
-            self._games = nursery
-            while self.stop_kind is None and self.fatal is None and not self.draining:
-                # Woken by a finished game just as the run was cancelled (Ctrl-C), this
-                # loop would start games that die at once, counted as dropped.
-                await trio.lowlevel.checkpoint_if_cancelled()
-                if state.done >= state.target:
-                    break
-                busy = len(self.in_flight)
-                if busy >= concurrency or state.done + busy >= state.target:
-                    await self._wait_change()
-                    continue
-                spec = self.schedule.spec(self._free_slot())
-                down = self._down_player(spec)
-                if down is not None:
-                    # No game starts for a player that is down: wait for it (or the stop).
-                    self._outage(down)
-                    await self._wait_change()
-                    continue
-                number = self.next_number
-                self.next_number += 1
-                self.in_flight[spec.slot] = number
-                self.log(f"game {number} started: {spec.black} (B) vs {spec.white} (W), "
-                         f"slot {spec.slot}")
-                nursery.start_soon(self._one_game, spec, number)
-            if self.draining and self.fatal is None:
-                while self.in_flight:  # finished (or dropped by a second Ctrl-C)
-                    await self._wait_change()
-            # Whatever is left (an outage watcher, games when the run stops) ends here.
-            nursery.cancel_scope.cancel()
-
-    async def _wait_change(self) -> None:
-        await self._changed.wait()
-        self._changed = trio.Event()
-
-    # -- a player whose every replica is down ------------------------------------------
-
-    def _outage(self, name: str) -> Outage:
-        outage = self.outages.get(name)
-        if outage is None:
-            pause = self.matchup.game.down_pause_s
-            outage = self.outages[name] = Outage(trio.current_time() + pause)
-            self._games.start_soon(self._watch_outage, name, outage, pause)
-        return outage
-
-    async def _watch_outage(self, name: str, outage: Outage, pause: float) -> None:
-        handle = self.players[name]
-        self.state.event(
-            f"player {name} is down ({handle.describe()}): its games wait up to {pause:g} s "
-            "for a replica to come back"
-        )
-        with trio.move_on_at(outage.deadline):
-            await handle.endpoint.wait_up()
-            del self.outages[name]
-            outage.up.set()
-            self.state.event(f"player {name} is back: its games go on")
-            self._changed.set()
-            return
-        self._stop(
-            "down",
-            f"player {name} is down ({handle.describe()}) for {pause:g} s; "
-            "resume with --resume once it is back",
-        )
-        # The games paused for it are dropped (their slots are replayed on --resume).
-        self._games.cancel_scope.cancel()
-
-    async def _ready(self, name: str, live: LiveGame) -> None:
-        """Called by the referee before it asks ``name`` for a move (outside the move's
-        deadline): a game waits here while that player is down."""
-        if not self.players[name].is_down():
-            return
-        live.waiting_on = f"{name} (down)"
-        try:
-            await self._outage(name).up.wait()
-        finally:
-            live.waiting_on = None
-
-    # -- one game ----------------------------------------------------------------------
-
-    async def _one_game(self, spec: GameSpec, number: int) -> None:
-        live = LiveGame(
-            number=number,
-            spec=spec,
-            game=Game(self.settings.size, self.settings.komi),
-            latency_sink=self.state.latency,
-            event_sink=self.state.event,
-        )
-        self.state.live[number] = live
-        try:
-            try:
-                outcome = await play_game(
-                    spec,
-                    number,
-                    {name: handle.player for name, handle in self.players.items()},
-                    self.settings,
-                    seed=self.matchup.run.seed * 1_000_003 + number,
-                    live=live,
-                    ready=lambda name: self._ready(name, live),
-                )
-            except BaseException:
-                # Cancelled, or a group holding it (a connect in progress has a nursery).
-                self.dropped += 1
-                raise
-            # A finished game is recorded even if the run is being cancelled.
-            with trio.CancelScope(shield=True):
-                try:
-                    record = await trio.to_thread.run_sync(
-                        self.recorder.save, outcome, limiter=self._writer
-                    )
-                except RecordingError as exc:
-                    self.fatal = str(exc)
-                    self._games.cancel_scope.cancel()
-                    return
-            self._count(record)
-            if self.draining:
-                self.finished_after_interrupt += 1
-        finally:
-            del self.state.live[number]
-            del self.in_flight[spec.slot]
-            self._changed.set()
-
-    def _count(self, record: dict) -> None:
-        state = self.state
-        state.add_record(record)
-        if record["void"]:
-            self.void_streak += 1
-            for name, counts in record["fallbacks"].items():
-                self._streak_fallbacks.setdefault(name, Counter()).update(counts)
-            state.event(f"game {record['game']} void (too many fallbacks), slot replayed")
-            if self.void_streak >= MAX_VOID_STREAK and self.stop_kind is None:
-                self._void_streak_stop()
-        else:
-            self.void_streak = 0
-            self._streak_fallbacks = {}
-            self.done_slots.add(record["slot"])
-            state.event(
-                f"game {record['game']}: {record['black']} (B) vs {record['white']} (W) "
-                f"{record['result']} by {record['reason']}, {record['moves']} moves"
-            )
-        sprt = self.matchup.stop.sprt
-        if sprt is not None and self.matchup.pairing.black != self.matchup.pairing.white:
-            verdict = sprt_check(state.records, self.matchup.pairing.black,
-                                 self.matchup.pairing.white, sprt)
-            state.sprt_line = verdict.line
-            if verdict.decision is not None and self.stop_kind is None:
-                self._stop("sprt", f"SPRT accepted {verdict.decision}: {verdict.line}")
-
-    def _void_streak_stop(self) -> None:
-        """Name the players and the fallback reasons that voided the streak. A player
-        whose fallbacks were mostly failed connections is unreachable; timeouts are left
-        out of that count, since waiting out a reconnect backoff ends in them."""
-        parts = []
-        unreachable = []
-        for name, counts in sorted(self._streak_fallbacks.items()):
-            if not counts:
-                continue
-            parts.append(f"{name}: " + ", ".join(
-                f"{reason} {n}" for reason, n in counts.most_common()))
-            others = [n for reason, n in counts.items() if reason not in ("connection",
-                                                                         "timeout")]
-            if counts["connection"] > max(others, default=0):
-                unreachable.append(name)
-        reason = f"{self.void_streak} void games in a row (fallbacks {'; '.join(parts)})"
-        if unreachable:
-            where = ", ".join(f"{n} at {self.players[n].describe()}" for n in unreachable)
-            self._stop("down", f"{reason}: cannot connect to {where}; check it with "
-                               "`go19 ping`, then --resume")
-        else:
-            self._stop("void", f"{reason}; check the players' endpoints and logs, then "
-                               "--resume")
 
 
 def _remove_new_run_dir(run_dir: Path) -> None:

@@ -23,7 +23,7 @@ from orchestrator.sgf import SgfError, read_games
 from orchestrator.web import views
 
 if TYPE_CHECKING:
-    from orchestrator.collect.run import Collector
+    from orchestrator.collect.scheduler import Collector
 
 # The referee's fallback event (collect/referee.py): "game N move M: NAME REASON, fallback".
 _FALLBACK_EVENT = re.compile(r"^game (\d+) move \d+: .+ \S+, fallback$")
