@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
         wait_endpoints_s=args.wait_endpoints,
     )
-    from orchestrator.collect.dashboard import Dashboard, PlainLog, plain_log
+    from orchestrator.collect.dashboard import Dashboard
+    from orchestrator.collect.standings import PlainLog, plain_log
 
     dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
     if args.web is not None:  # the watch page runs where the dashboard would, beside it

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.collect.dashboard import pairing_stats, verdict_text
+from orchestrator.collect.standings import pairing_stats, verdict_text
 from orchestrator.coords import PASS
 from orchestrator.rules.board import BLACK, IllegalMove
 from orchestrator.rules.estimate import estimate

@@ -9,7 +9,8 @@ import re
 import pytest
 from rich.console import Console
 
-from orchestrator.collect.dashboard import Dashboard, PlainLog, standings_block
+from orchestrator.collect.dashboard import Dashboard
+from orchestrator.collect.standings import PlainLog, standings_block
 from orchestrator.collect.state import RunState
 from tests.collect.dashboard_scene import FAILING_REPLICA, SLOW_REPLICA, scene
 
