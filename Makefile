@@ -18,7 +18,7 @@ test: $(STAMP)
 test-faults: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
-# Property tests with fresh random examples (at least FUZZ_EXAMPLES each, ~2 min at 1000);
+# Property tests with fresh random examples (at least FUZZ_EXAMPLES each, ~5 min at 1000 on 2 cores);
 # the example database lives in ~/.cache/go19/hypothesis, see tests/conftest.py.
 # FUZZ_SELECT=hypothesis adds the heavy fuzzers of test-faults (100 000 examples each).
 FUZZ_EXAMPLES ?= 1000
