@@ -30,7 +30,7 @@ EVERY_REASON = {r for r in REASON.values() if r is not None}
 async def settled_task_count(farm: Farm) -> int:
     """Living tasks once every late answer is sent and every handler has seen its client
     go, less the accept loops (a flapping server has none while it is down)."""
-    await trio.sleep(3 * LATE)
+    await trio.sleep(3 * LATE)  # virtual time (fault_clock): the late answers' own delays
     await trio.testing.wait_all_tasks_blocked()
     return trio.lowlevel.current_statistics().tasks_living - farm.accepting()
 

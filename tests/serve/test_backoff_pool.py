@@ -53,7 +53,7 @@ async def test_reconnect_schedule_then_down_until_reset(nursery, loopback_clock)
         (stats,) = endpoint.replica_stats()
         assert (stats.status, stats.consecutive_failures, stats.reconnects) == ("down", 6, 5)
 
-        await trio.sleep(100)
+        await trio.sleep(100)  # virtual time (loopback_clock): long after any backoff
         with pytest.raises(EndpointDown):
             await endpoint.request(request())
         assert trio.current_time() == 122.5  # no attempt, no wait
@@ -85,7 +85,7 @@ async def test_replica_that_comes_back_during_backoff_is_used_again(
         for _ in range(3):  # failures at 0, 1.5 and 4.5
             with pytest.raises(ConnectionFailed):
                 await endpoint.request(request())
-        await trio.sleep(0.5)
+        await trio.sleep(0.5)  # virtual time: inside the 1.5 s backoff, not past it
         await start_server(nursery, RecordingEngine(answer="K10"), port=port)
         assert await endpoint.request(request()) == wire.MoveReply(9, 9)
         assert trio.current_time() == 9.0  # waited out the third backoff, then connected
@@ -162,7 +162,7 @@ async def test_pooled_connection_dropped_by_the_server_is_replaced(nursery, loop
     async with Go19Endpoint([(LOCALHOST, idle_port)], max_idle=1000) as endpoint:
         assert await endpoint.request(request()) == wire.MoveReply(17, 1)
         while not stats.timeouts:  # the server drops the idle connection at 20 s
-            await trio.sleep(1)
+            await trio.sleep(1)  # virtual time: polls the state, steps to 20 s
         assert trio.current_time() >= 20
         assert await endpoint.request(request()) == wire.MoveReply(17, 1)
         (replica,) = endpoint.replica_stats()
