@@ -34,12 +34,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orchestrator import npz_shards  # noqa: E402
-from orchestrator.dataset import BuildOptions, build, fastreplay, iter_shards, load  # noqa: E402
+from orchestrator.dataset import BuildOptions, build, iter_shards, load  # noqa: E402
 from orchestrator.dataset.dedup import SeenPositions  # noqa: E402
-from orchestrator.dataset.samples import _positions  # noqa: E402
 from orchestrator.dataset.shards import ShardWriter  # noqa: E402
 from orchestrator.dataset.sources import find_sgf_files  # noqa: E402
 from orchestrator.files import read_sgf_file  # noqa: E402
+from orchestrator.positions import fastreplay  # noqa: E402
+from orchestrator.positions.samples import _positions  # noqa: E402
 from orchestrator.rules.replay import replay_positions  # noqa: E402
 from orchestrator.sgf import SgfError, read_games, write_sgf  # noqa: E402
 

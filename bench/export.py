@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orchestrator.dataset import BuildOptions, build, load, load_games  # noqa: E402
-from orchestrator.dataset.export import ExportOptions, export  # noqa: E402
-from orchestrator.dataset.export_games import NO_LAST, game_context  # noqa: E402
+from orchestrator.export.games import NO_LAST, game_context  # noqa: E402
+from orchestrator.export.pipeline import ExportOptions, export  # noqa: E402
 from orchestrator.render import render_png  # noqa: E402
 
 REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()

@@ -55,10 +55,10 @@ def real_game() -> list[Position] | None:
         if game.get_size() != 19 or len(plays) < MID_GAME:
             continue
         board, positions = start.copy(), []
-        for colour, move in plays:
+        for color, move in plays:
             last = PASS
             if move is not None:
-                board.play(move[0], move[1], colour)
+                board.play(move[0], move[1], color)
                 last = (18 - move[0]) * 19 + move[1]  # sgfmill's row 0 is the bottom
             array = np.zeros((19, 19), np.uint8)
             for stone, (row, col) in board.list_occupied_points():

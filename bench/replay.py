@@ -37,7 +37,7 @@ from orchestrator.rules import (  # noqa: E402
 REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
 SIZES = (9, 13, 19)
 ROUNDS = 5
-COLOURS = {"b": BLACK, "w": WHITE}
+COLORS = {"b": BLACK, "w": WHITE}
 
 # One game: size, sgfmill setup (colour, (row, col)) list, sgfmill moves, our setup and moves.
 Record = tuple[int, list, list, tuple[list[int], list[int]], list[tuple[int, int]]]
@@ -53,19 +53,19 @@ def load(path: Path) -> Record | None:
         start, plays = sgf_moves.get_setup_and_moves(game)
     except (ValueError, IndexError):
         return None
-    setup = [(colour, rc) for colour, rc in start.list_occupied_points()]
+    setup = [(color, rc) for color, rc in start.list_occupied_points()]
     ours_setup: tuple[list[int], list[int]] = ([], [])
-    for colour, (row, col) in setup:
-        ours_setup[colour == "w"].append((size - 1 - row) * size + col)
+    for color, (row, col) in setup:
+        ours_setup[color == "w"].append((size - 1 - row) * size + col)
     moves = []
-    for colour, rc in plays:
+    for color, rc in plays:
         point = PASS if rc is None else (size - 1 - rc[0]) * size + rc[1]
-        moves.append((COLOURS[colour], point))
+        moves.append((COLORS[color], point))
     board = Board(size)
     try:
         board.setup(*ours_setup)
-        for colour, point in moves:
-            board.play(colour, point)
+        for color, point in moves:
+            board.play(color, point)
     except (IllegalMove, ValueError):
         return None
     return size, setup, [p for p in plays if p[1] is not None], ours_setup, moves
@@ -77,8 +77,8 @@ def replay_board(records: list[Record]) -> None:
         if setup[0] or setup[1]:
             board.setup(*setup)
         play = board.play
-        for colour, point in moves:
-            play(colour, point)
+        for color, point in moves:
+            play(color, point)
 
 
 def replay_game(records: list[Record]) -> None:
@@ -87,8 +87,8 @@ def replay_game(records: list[Record]) -> None:
         if setup[0] or setup[1]:
             game.setup(*setup)
         play = game.play
-        for colour, point in moves:
-            play(point, colour)
+        for color, point in moves:
+            play(point, color)
 
 
 def replay_sgfmill(records: list[Record]) -> None:
@@ -99,8 +99,8 @@ def replay_sgfmill(records: list[Record]) -> None:
                 [rc for c, rc in setup if c == "b"], [rc for c, rc in setup if c == "w"], []
             )
         play = board.play
-        for colour, (row, col) in plays:
-            play(row, col, colour)
+        for color, (row, col) in plays:
+            play(row, col, color)
 
 
 def best_times(
@@ -124,8 +124,8 @@ def positions_19(records: list[Record]) -> list[Board]:
             continue
         board = Board(size)
         board.setup(*setup)
-        for n, (colour, point) in enumerate(moves, 1):
-            board.play(colour, point)
+        for n, (color, point) in enumerate(moves, 1):
+            board.play(color, point)
             if n % 20 == 0:
                 boards_seen.append(board.copy())
     return boards_seen

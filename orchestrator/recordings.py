@@ -22,14 +22,14 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.ratings.elo import Pentanomial, Wdl
 from orchestrator.ratings.outcomes import (
     GameOutcome,
     Winner,
     pentanomial_from_games,
-    split_by_colour,
+    split_by_color,
 )
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.sgf import SgfGame
 
 RUN_FILE = "run.json"
@@ -238,7 +238,7 @@ def head_to_head(games: Iterable[GameOutcome], player: str, opponent: str) -> Pe
     games = list(games)
     if any(g.pair is not None for g in games):
         return pentanomial_from_games(games, player, opponent)
-    return split_by_colour(games, player, opponent).overall
+    return split_by_color(games, player, opponent).overall
 
 
 def sgf_paths(run_dir: Path) -> Iterator[Path]:

@@ -148,9 +148,9 @@ def _stone_sprites(spacing: int) -> tuple[np.ndarray, np.ndarray]:
     white = white * (1 - 0.45 * edge) + np.array(INK) * 0.45 * edge
     cover = _disc(spacing, radius)
     dot = _disc(spacing, max(1.2, 0.28 * radius))[..., None]
-    colour = np.stack([black, white, black * (1 - dot) + np.array(LAST_MOVE) * dot,
+    color = np.stack([black, white, black * (1 - dot) + np.array(LAST_MOVE) * dot,
                        white * (1 - dot) + np.array(LAST_MOVE) * dot])
-    return colour, np.stack([cover] * 4)
+    return color, np.stack([cover] * 4)
 
 
 def _font(pixels: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
@@ -218,10 +218,10 @@ def _layout(size: int, px: int) -> _Layout:
     grid = board[origin:origin + span, origin:origin + span]
     cells = grid.reshape(size, spacing, size, spacing, 3).transpose(0, 2, 1, 3, 4)
     cells = cells.reshape(size * size, 1, spacing, spacing, 3)
-    colour, cover = _stone_sprites(spacing)
-    colour = np.concatenate([np.zeros((1, spacing, spacing, 3)), colour])[None]
+    color, cover = _stone_sprites(spacing)
+    color = np.concatenate([np.zeros((1, spacing, spacing, 3)), color])[None]
     cover = np.concatenate([np.zeros((1, spacing, spacing)), cover])[None, ..., None]
-    tiles = np.rint(cells * (1 - cover) + colour * cover).astype(np.uint8)
+    tiles = np.rint(cells * (1 - cover) + color * cover).astype(np.uint8)
     # Most cells look alike (the same stone over the same lines): quantise each look once.
     looks: dict[bytes, int] = {}  # in order of first sight, so the keys line up with the ids
     look_of = np.array([looks.setdefault(tile.tobytes(), len(looks))
@@ -335,7 +335,7 @@ def _square_size(image: np.ndarray, board_size: int) -> int:
 
 
 def mark(image: np.ndarray, point_or_rowcol: int | tuple[int, int], board_size: int,
-         colour: tuple[int, int, int] = (0, 150, 255), cross: bool = False) -> np.ndarray:
+         color: tuple[int, int, int] = (0, 150, 255), cross: bool = False) -> np.ndarray:
     """A copy of a board picture with a ring (or a cross) on one intersection, e.g. a target."""
     px = _square_size(image, board_size)
     x, y = point_center(point_or_rowcol, board_size, px)
@@ -344,10 +344,10 @@ def mark(image: np.ndarray, point_or_rowcol: int | tuple[int, int], board_size: 
     picture = Image.fromarray(image)
     draw = ImageDraw.Draw(picture)
     if cross:
-        draw.line([(x - reach, y - reach), (x + reach, y + reach)], colour, width)
-        draw.line([(x - reach, y + reach), (x + reach, y - reach)], colour, width)
+        draw.line([(x - reach, y - reach), (x + reach, y + reach)], color, width)
+        draw.line([(x - reach, y + reach), (x + reach, y - reach)], color, width)
     else:
-        draw.ellipse([x - reach, y - reach, x + reach, y + reach], outline=colour, width=width)
+        draw.ellipse([x - reach, y - reach, x + reach, y + reach], outline=color, width=width)
     return np.asarray(picture).copy()
 
 

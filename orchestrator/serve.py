@@ -27,12 +27,13 @@ import numpy as np
 import trio
 
 from orchestrator import coords
+from orchestrator.color import BLACK, WHITE
 from orchestrator.players.base import RESIGN, Player
 from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.players.local import Chooser
 from orchestrator.players.random_player import RandomChooser
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import BLACK, WHITE, Board
+from orchestrator.rules.board import Board
 from orchestrator.rules.game import Game
 
 _RECEIVE_CHUNK = 65536

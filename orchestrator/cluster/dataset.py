@@ -1,6 +1,6 @@
 """``go19 dataset build --ray``: step 1 of the build (read, replay, samples) as Ray tasks.
 
-Each task is :func:`orchestrator.dataset.samples.read_files` on one batch of files, the
+Each task is :func:`orchestrator.positions.samples.read_files` on one batch of files, the
 very function and batches (``build._batches``) that ``--workers`` hands its processes; the
 driver takes the results back in batch order, so dedup, picks and shards (steps 2-6, in
 the driver as always) see the games in the same order and the dataset is the same, byte
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from orchestrator.dataset.build import _batches
-from orchestrator.dataset.samples import GameRead, read_files
+from orchestrator.positions.samples import GameRead, read_files
 
 
 def in_flight_for(ray: Any) -> int:
@@ -51,12 +51,12 @@ def ray_reader(ray: Any, max_in_flight: int | None = None
 
 
 def ray_runner(ray: Any, max_in_flight: int | None = None) -> Callable[..., Iterator[dict]]:
-    """A ``runner`` for :func:`orchestrator.dataset.export.export`: each chunk is
-    :func:`~orchestrator.dataset.export_write.export_chunk` in a Ray task (the function the
+    """A ``runner`` for :func:`orchestrator.export.pipeline.export`: each chunk is
+    :func:`~orchestrator.export.chunk.export_chunk` in a Ray task (the function the
     process pool runs), results in task order, at most ``max_in_flight`` out. A chunk
     writes its files under the export's folder by path: on a cluster that folder must be
     shared."""
-    from orchestrator.dataset.export_write import export_chunk
+    from orchestrator.export.chunk import export_chunk
 
     limit = max_in_flight or in_flight_for(ray)
     task = ray.remote(export_chunk)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.cluster.label_actor import EngineActor, EngineSpec, GameOutcome
+from orchestrator.cluster.label_actor import EngineActor, EngineSpec, PieceOutcome
 from orchestrator.label.games import LabelGame
 from orchestrator.label.run import LabelRun, LabelRunError, Reporter, RunOptions, RunResult
 from orchestrator.label.store import LabelWriter, empty_labels
@@ -239,7 +239,7 @@ class RayLabelRun:
                               "its games in flight go back to the queue; starting a new one")
         self._start_actor(remote, slot)
 
-    def _piece_back(self, game: _Open, rows: range, outcome: GameOutcome) -> None:
+    def _piece_back(self, game: _Open, rows: range, outcome: PieceOutcome) -> None:
         game.left -= len(rows)
         game.warnings.update(outcome.warnings)
         if outcome.arrays is None:

@@ -82,7 +82,7 @@ def node_katago() -> KataGoPaths | None:
 
 
 @dataclass(frozen=True, slots=True)
-class GameOutcome:
+class PieceOutcome:
     """A game's labels (``arrays``), or its KataGo error (``error``), for the driver's
     writer; ``messages`` are the lines the single-engine run would have printed."""
 
@@ -122,14 +122,14 @@ class _Capture:
     def message(self, line: str) -> None:
         self.messages.append(line)
 
-    def take(self, game: LabelGame) -> GameOutcome:
+    def take(self, game: LabelGame) -> PieceOutcome:
         """A finished game's outcome and its lines ("error: WHERE: ..." and "warning:
         WHERE: ...", as LabelRun writes them)."""
         arrays, error, warnings = self.outcomes.pop(game.ident)
         heads = (f"error: {game.where}: ", f"warning: {game.where}: ")
         mine = [line for line in self.messages if line.startswith(heads)]
         self.messages = [line for line in self.messages if not line.startswith(heads)]
-        return GameOutcome(arrays, error, warnings, tuple(mine))
+        return PieceOutcome(arrays, error, warnings, tuple(mine))
 
 
 class EngineActor:
@@ -147,7 +147,7 @@ class EngineActor:
         """The engine's identity, as ``labels.json`` keeps it (waits for the first start)."""
         return self._engine.info()
 
-    def label(self, order: int, game: LabelGame, rows: range | None = None) -> GameOutcome:
+    def label(self, order: int, game: LabelGame, rows: range | None = None) -> PieceOutcome:
         """The game's labels, or those of its ``rows`` only (arrays of those rows)."""
         return self._engine.label(order, game, rows)
 
@@ -195,7 +195,7 @@ class _TrioEngine:
         """The engine's identity, as ``labels.json`` keeps it (waits for the first start)."""
         return trio.from_thread.run(self._wait_info, trio_token=self._token)
 
-    def label(self, order: int, game: LabelGame, rows: range | None) -> GameOutcome:
+    def label(self, order: int, game: LabelGame, rows: range | None) -> PieceOutcome:
         return trio.from_thread.run(self._label, order, game, rows, trio_token=self._token)
 
     def positions(self) -> int:
@@ -284,7 +284,7 @@ class _TrioEngine:
         assert self._info is not None
         return self._info
 
-    async def _label(self, order: int, game: LabelGame, rows: range | None) -> GameOutcome:
+    async def _label(self, order: int, game: LabelGame, rows: range | None) -> PieceOutcome:
         while True:
             engine = await self._current_engine()
             try:
@@ -300,4 +300,4 @@ class _TrioEngine:
                 return outcome
             part = {name: values[rows.start:rows.stop] for name, values in
                     outcome.arrays.items()}
-            return GameOutcome(part, outcome.error, outcome.warnings, outcome.messages)
+            return PieceOutcome(part, outcome.error, outcome.warnings, outcome.messages)

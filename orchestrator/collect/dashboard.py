@@ -29,13 +29,13 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.collect.standings import pairing_stats, verdict_text
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import GTP_COLUMNS, PASS
 from orchestrator.report.names import describe
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.estimate import estimate
 
 if TYPE_CHECKING:
-    from orchestrator.collect.scheduler import Collector
+    from orchestrator.collect.collector import Collector
     from orchestrator.players.go19 import ReplicaStats
 
 # The seed client's endpoint colours; a failing replica's whole row takes its colour.
@@ -320,9 +320,9 @@ class Dashboard:
             text.append(f"{size - row:>2} ", style="dim")
             for col in range(size):
                 point = row * size + col
-                colour = board[point]
-                if colour in (BLACK, WHITE):
-                    glyph, fg = "●", "#000000" if colour == BLACK else "#ffffff"
+                color = board[point]
+                if color in (BLACK, WHITE):
+                    glyph, fg = "●", "#000000" if color == BLACK else "#ffffff"
                 else:
                     glyph, fg = ("╋" if _hoshi(row, col, size) else "┼"), WOOD_LINE
                 bg = "on red" if point == last else f"on {WOOD}"

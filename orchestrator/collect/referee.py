@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 import trio
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.players.base import RESIGN, Player, PlayerError
 from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.recordings import OPENING, fallback_source
-from orchestrator.rules.board import BLACK, WHITE, IllegalMove
+from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.rules.scoring import result_string
 from orchestrator.sgf import SgfMove

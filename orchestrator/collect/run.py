@@ -6,7 +6,7 @@ Ctrl-C (or SIGTERM) stops starting games and lets the games in flight finish and
 recorded; a second one drops them. A player whose every replica is down pauses the
 games that need it, up to ``down_pause_s``, then the run stops.
 
-The games themselves (slots, outages, stop rules) are :mod:`.scheduler`'s
+The games themselves (slots, outages, stop rules) are :mod:`.collector`'s
 :class:`Collector`; this module sets the run up around it and reports how it ended.
 """
 
@@ -24,12 +24,12 @@ from pathlib import Path
 import trio
 
 from orchestrator import __version__
+from orchestrator.collect.collector import Collector
 from orchestrator.collect.matchup import load_matchup, run_name
 from orchestrator.collect.players import open_players
 from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
 from orchestrator.collect.recorder import JOURNAL, RUN_FILE, Recorder, utc_stamp
 from orchestrator.collect.schedule import OpeningError
-from orchestrator.collect.scheduler import Collector
 from orchestrator.collect.state import RunState
 from orchestrator.recordings import read_journal, read_run_file
 

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from orchestrator.collect.matchup import Matchup
 from orchestrator.collect.referee import GameSpec, Opening
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.files import read_sgf_file
-from orchestrator.rules.board import BLACK, WHITE, Board, IllegalMove
+from orchestrator.rules.board import Board, IllegalMove
 from orchestrator.sgf import SgfError
 
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from orchestrator.collect.state import HeadToHead, RunState, head_to_head_live
 
 if TYPE_CHECKING:
-    from orchestrator.collect.scheduler import Collector
+    from orchestrator.collect.collector import Collector
 
 
 def plain_log(line: str) -> None:

@@ -1,6 +1,6 @@
 """The live state of a run: what the dashboard and the plain log read.
 
-Only the scheduler writes it; it is rebuilt from the journal on resume, so it
+Only the collector writes it; it is rebuilt from the journal on resume, so it
 never holds a fact the recordings do not. Events that repeat (a burst of the same
 fallback, a replica failing to connect again and again) are collapsed into one entry
 with a count, so a burst does not push everything else out."""
@@ -23,7 +23,7 @@ from orchestrator.ratings import (
     Wdl,
     estimate,
     pentanomial_from_games,
-    split_by_colour,
+    split_by_color,
     sprt,
 )
 from orchestrator.recordings import JournalRecord, rated_games
@@ -84,7 +84,7 @@ def _between(records: list[dict], player: str, opponent: str) -> list[GameOutcom
 def head_to_head_live(records: list[dict], player: str, opponent: str,
                       sprt_config=None) -> HeadToHead:
     games = _between(records, player, opponent)
-    results = split_by_colour(games, player, opponent).overall
+    results = split_by_color(games, player, opponent).overall
     counts: Counts = results
     kind = "trinomial"
     if any(g.pair is not None for g in games):
@@ -176,7 +176,7 @@ class RunState:
         )
         if outcome is None:
             return
-        for name, letter, colour in ((black, outcome[0], "b"), (white, outcome[1], "w")):
+        for name, letter, color in ((black, outcome[0], "b"), (white, outcome[1], "w")):
             tally = self.tally.setdefault(name, PlayerTally())
             if letter == "W":
                 tally.wins += 1
@@ -184,7 +184,7 @@ class RunState:
                 tally.losses += 1
             else:
                 tally.draws += 1
-            (tally.as_black if colour == "b" else tally.as_white)[letter] += 1
+            (tally.as_black if color == "b" else tally.as_white)[letter] += 1
 
     @property
     def elapsed_s(self) -> float:

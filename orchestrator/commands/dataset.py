@@ -13,12 +13,12 @@ from orchestrator.coords import MOVE_TEXTS
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.build import EmptyDataset
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
-from orchestrator.dataset.export import DEFAULT_SHARD_SIZE, FORMATS, ExportOptions, export
-from orchestrator.dataset.export_progress import ExportProgress
-from orchestrator.dataset.prompt import read_template
+from orchestrator.export.pipeline import DEFAULT_SHARD_SIZE, FORMATS, ExportOptions, export
+from orchestrator.export.progress import ExportProgress
 from orchestrator.files import atomic_write
 from orchestrator.label.join import TARGETS, LabelJoin
 from orchestrator.label.store import LabelError, LabelSet
+from orchestrator.prompt import PromptError, read_template
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -275,7 +275,7 @@ def run_export(args: argparse.Namespace) -> int:
         with dataset_ray.runner(args) as runner, ExportProgress() as progress:
             manifest = export(args.dataset, args.out, options, workers=args.workers,
                               force=args.force, progress=progress, runner=runner)
-    except DatasetError as exc:
+    except (DatasetError, PromptError) as exc:
         print(f"dataset export: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -7,8 +7,8 @@ import argparse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from orchestrator.dataset.samples import GameRead
 from orchestrator.dataset.shards import DatasetError
+from orchestrator.positions.samples import GameRead
 
 LOCAL = "local"
 Reader = Callable[[Sequence[str]], Iterable[GameRead]]

@@ -73,8 +73,8 @@ def _record(
     record = {
         "path": str(path),
         "status": "rejected" if error else "ok",
-        "reason": error.kind if error else None,
-        "detail": error.reason if error else None,
+        "reason": error.reason if error else None,
+        "detail": error.detail if error else None,
         "at_move": getattr(error, "move", None),
         "moves": len(game.moves) if game else None,
         "size": game.size if game else None,

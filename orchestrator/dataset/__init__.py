@@ -3,7 +3,6 @@
 array) or :func:`iter_shards` (shard by shard); both verify each shard's sha256."""
 
 from orchestrator.dataset.build import BuildOptions, Counts, Stage, build
-from orchestrator.dataset.samples import GameRead, Positions
 from orchestrator.dataset.shards import (
     FIELDS,
     DatasetError,
@@ -12,6 +11,7 @@ from orchestrator.dataset.shards import (
     load_games,
     read_manifest,
 )
+from orchestrator.positions.samples import GameRead, Positions
 
 __all__ = [
     "FIELDS", "BuildOptions", "Counts", "DatasetError", "GameRead", "Positions", "Stage",

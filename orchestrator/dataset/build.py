@@ -57,13 +57,6 @@ import numpy as np
 from orchestrator import __version__
 from orchestrator.coords import PASS, to_index
 from orchestrator.dataset.dedup import SeenPositions
-from orchestrator.dataset.samples import (
-    SIZE,
-    GameRead,
-    Positions,
-    read_file,
-    read_files,
-)
 from orchestrator.dataset.selection import pick, targets
 from orchestrator.dataset.shards import (
     FIELDS,
@@ -75,6 +68,13 @@ from orchestrator.dataset.shards import (
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
 from orchestrator.files import atomic_write, publish_dir, sha256_file
+from orchestrator.positions.samples import (
+    SIZE,
+    GameRead,
+    Positions,
+    read_file,
+    read_files,
+)
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
 

@@ -22,14 +22,14 @@ from sgfmill import sgf as sgfmill_sgf
 from sgfmill import sgf_grammar
 
 from orchestrator.coords import PASS, from_index, from_rowcol, to_gtp, to_index
-from orchestrator.dataset.samples import SIZE
 from orchestrator.dataset.shards import load_games, read_manifest, read_shard
+from orchestrator.positions.samples import SIZE
 from orchestrator.render import caption, contact_sheet, mark, render_image
 
 SHEET_PX = 384  # per board: the VLM's renderer, small enough for 20 on one sheet
 SHEET_COLS = 5
-MARK_COLOUR = (0, 150, 255)
-_COLOURS = {"b": 1, "w": 2}
+MARK_COLOR = (0, 150, 255)
+_COLORS = {"b": 1, "w": 2}
 _NAMES = {1: "B", 2: "W"}
 
 
@@ -99,21 +99,21 @@ def _sgfmill_position(data: bytes, game_index: int, move_number: int
         black, white, empty = node.get_setup_stones()
         if black or white or empty:
             board.apply_setup(black, white, empty)
-        colour, rc = node.get_move()
-        moves = [(colour, rc)] if colour is not None else []
-        if colour == "b" and node.has_property("W"):  # both in one node: B first, as ours
+        color, rc = node.get_move()
+        moves = [(color, rc)] if color is not None else []
+        if color == "b" and node.has_property("W"):  # both in one node: B first, as ours
             moves.append(("w", node.get("W")))
-        for colour, rc in moves:
+        for color, rc in moves:
             number += 1
             if number == move_number:
                 stones = np.zeros((size, size), np.uint8)
-                for colour_there, (row, col) in board.list_occupied_points():
-                    stones[size - 1 - row, col] = _COLOURS[colour_there]
+                for color_there, (row, col) in board.list_occupied_points():
+                    stones[size - 1 - row, col] = _COLORS[color_there]
                 # sgfmill counts rows from the bottom.
                 point = PASS if rc is None else from_rowcol(size - 1 - rc[0], rc[1], size)
-                return stones, _COLOURS[colour], to_index(point, size)
+                return stones, _COLORS[color], to_index(point, size)
             if rc is not None:
-                board.play(rc[0], rc[1], colour)
+                board.play(rc[0], rc[1], color)
     raise ValueError(f"sgfmill's main line has {number} moves, fewer than {move_number}")
 
 
@@ -166,7 +166,7 @@ def picture(checked: Checked) -> np.ndarray:
     sample = checked.sample
     image = render_image(sample.board, None, SHEET_PX)
     if from_index(sample.move, SIZE) != PASS:
-        image = mark(image, sample.move, SIZE, MARK_COLOUR, cross=True)
+        image = mark(image, sample.move, SIZE, MARK_COLOR, cross=True)
     text = (f"{_where(sample.game, 44)}\nmove {sample.move_number}, "
             f"{_NAMES[sample.to_play]} to play, target {_gtp(sample.move)}\n"
             f"{'ok' if checked.ok else 'MISMATCH'}")

@@ -1,7 +1,7 @@
 """The set of positions already in a dataset, in bounded memory.
 
 A position's key is a 64-bit hash of (stones, side to move, ko point) (see
-:mod:`orchestrator.dataset.samples`). Python's ``set`` would cost about 70 bytes
+:mod:`orchestrator.positions.samples`). Python's ``set`` would cost about 70 bytes
 per key, so tens of millions of samples would need gigabytes. Here the keys live
 in a sorted ``uint64`` array (8 bytes each) and the most recent ones in a small
 set (at most ``recent_limit``, about 13 MB at the default) that is merged into the

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from orchestrator.dataset.samples import ORIGIN_NAMES, GameRead, Positions
+from orchestrator.positions.samples import ORIGIN_NAMES, GameRead, Positions
 
 if TYPE_CHECKING:
     from orchestrator.dataset.build import BuildOptions

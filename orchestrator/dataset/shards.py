@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator import npz_shards
-from orchestrator.dataset.samples import SIZE, Positions
 from orchestrator.files import read_manifest as read_json_manifest
+from orchestrator.positions.samples import SIZE, Positions
 
 MANIFEST = "manifest.json"
 GAMES = "games.jsonl"

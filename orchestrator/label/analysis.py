@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import from_gtp, from_index, to_gtp, to_index
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.game import Move
 
 # go19's referee rules: area scoring, positional superko, no suicide, komi taken as given.

@@ -1,6 +1,6 @@
 """Which positions ``go19 label`` asks KataGo about: the rows ``go19 dataset build`` reads.
 
-Games come from the dataset build's own reader (:func:`orchestrator.dataset.samples.read_file`
+Games come from the dataset build's own reader (:func:`orchestrator.positions.samples.read_file`
 over :func:`orchestrator.dataset.sources.find_sgf_files`): the same files (``void/`` folders
 skipped), the same 19x19-only reading, the same rejections and void games, the same rows.
 Every row of a game that replays to the end is labelled (the position just before each
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import from_index
-from orchestrator.dataset.samples import SIZE, GameRead, read_file
 from orchestrator.dataset.sources import find_sgf_files
-from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.positions.samples import SIZE, GameRead, read_file
 from orchestrator.rules.game import Move
 
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.dataset.samples import AREA, GameRead, Positions
 from orchestrator.label.store import LabelSet
+from orchestrator.positions.samples import AREA, GameRead, Positions
 
 TARGETS = ("played", "katago")
 

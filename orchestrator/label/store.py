@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from orchestrator import __version__, npz_shards
-from orchestrator.dataset.samples import AREA
 from orchestrator.files import atomic_write
 from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.label.games import LabelGame, game_ident
+from orchestrator.positions.samples import AREA
 
 FORMAT = "go19-labels/1"
 MANIFEST = "labels.json"

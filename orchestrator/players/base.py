@@ -33,7 +33,7 @@ class EndpointDown(ConnectionFailed):
     """The endpoint gave up after too many consecutive reconnect failures."""
 
 
-class ErrorReply(PlayerError):
+class RefusedMove(PlayerError):
     """The player answered with an error message instead of a move."""
 
     reason = "error"

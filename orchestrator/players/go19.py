@@ -1,14 +1,14 @@
 """The GO19 player: a policy behind a :class:`Go19Endpoint`, asked with a rendered
 board. The connection (:mod:`~orchestrator.players.connection`) and the replica pool
-(:mod:`~orchestrator.players.pool`) live in their own modules; their public names are
+(:mod:`~orchestrator.players.endpoint`) live in their own modules; their public names are
 importable from here too, as callers have always done."""
 
 from __future__ import annotations
 
 from orchestrator import coords
-from orchestrator.players.base import ErrorReply
+from orchestrator.players.base import RefusedMove
 from orchestrator.players.connection import Go19Connection, format_address
-from orchestrator.players.pool import Go19Endpoint
+from orchestrator.players.endpoint import Go19Endpoint
 from orchestrator.players.replica import ReplicaStats
 from orchestrator.protocol import go19 as wire
 from orchestrator.render import render_png
@@ -37,7 +37,7 @@ class Go19Player:
         request = wire.Request(game.size, game.to_play, png, board.tobytes())
         reply = await self.endpoint.request(request)
         if isinstance(reply, wire.ErrorReply):
-            raise ErrorReply(f"{self.name}: {reply.message}")
+            raise RefusedMove(f"{self.name}: {reply.message}")
         return coords.from_go19(reply.row, reply.col, game.size)
 
     async def aclose(self) -> None:

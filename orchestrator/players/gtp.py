@@ -25,9 +25,9 @@ from typing import BinaryIO
 
 import trio
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import CoordinateError, from_gtp, to_gtp
-from orchestrator.players.base import RESIGN, EngineDied, ErrorReply, ProtocolViolation
-from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.players.base import RESIGN, EngineDied, ProtocolViolation, RefusedMove
 from orchestrator.rules.game import Game, Move
 
 COLOR_WORDS = {BLACK: "black", WHITE: "white"}
@@ -178,7 +178,7 @@ class GtpPlayer:
             return reply[1:].lstrip("0123456789").strip()
         if reply.startswith("?"):
             message = reply[1:].lstrip("0123456789").strip()
-            raise ErrorReply(f"GTP engine {self.name!r} refused {command!r}: {message}")
+            raise RefusedMove(f"GTP engine {self.name!r} refused {command!r}: {message}")
         self._clean = False  # whatever it is saying, we are no longer in step
         raise ProtocolViolation(
             f"GTP engine {self.name!r} answered {reply[:80]!r} to {command!r}, "

@@ -37,17 +37,10 @@ from __future__ import annotations
 import random
 from functools import cache
 
+from orchestrator.color import BLACK, EMPTY, WHITE
 from orchestrator.coords import PASS
 from orchestrator.players.local import LocalPlayer
-from orchestrator.rules.board import (
-    BLACK,
-    EMPTY,
-    WHITE,
-    Board,
-    Group,
-    IllegalMove,
-    neighbours_table,
-)
+from orchestrator.rules.board import Board, Group, IllegalMove, neighbours_table
 
 LEVELS = (0, 1, 2)
 

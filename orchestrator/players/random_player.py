@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import random
 
+from orchestrator.color import EMPTY
 from orchestrator.coords import PASS
 from orchestrator.players.local import LocalPlayer
-from orchestrator.rules.board import EMPTY, Board
+from orchestrator.rules.board import Board
 
 
 def is_eye_like(board: Board, color: int, point: int) -> bool:

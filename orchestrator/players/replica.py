@@ -1,5 +1,5 @@
 """One replica of a GO19 endpoint: its idle connections, its failure schedule and its
-background probe while down. :class:`~orchestrator.players.pool.Go19Endpoint` owns
+background probe while down. :class:`~orchestrator.players.endpoint.Go19Endpoint` owns
 the replicas and picks one per request; see there for the policy."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from orchestrator.players.connection import (
 from orchestrator.protocol import go19 as wire
 
 if TYPE_CHECKING:
-    from orchestrator.players.pool import Go19Endpoint
+    from orchestrator.players.endpoint import Go19Endpoint
 
 
 class Unreachable(ConnectionFailed):

@@ -45,17 +45,17 @@ from orchestrator.ratings.elo import (
     score_from_elo,
 )
 from orchestrator.ratings.outcomes import (
-    ColourSplit,
+    ColorSplit,
     GameOutcome,
     pentanomial_from_games,
-    split_by_colour,
+    split_by_color,
 )
 from orchestrator.ratings.sprt import SprtResult, llr, sprt, sprt_bounds
 
 __all__ = [
-    "ELO_PER_NAT", "NELO_PER_T", "BtRatings", "ColourSplit", "Counts", "EloEstimate",
+    "ELO_PER_NAT", "NELO_PER_T", "BtRatings", "ColorSplit", "Counts", "EloEstimate",
     "GameOutcome", "Likelihood", "Pentanomial", "RatingRow", "RatingsError", "SprtResult",
     "Wdl", "aggregate", "bradley_terry", "connected_groups", "elo_from_score", "estimate",
     "fit_likelihoods", "likelihood_of_games", "llr", "pentanomial_from_games",
-    "score_from_elo", "split_by_colour", "sprt", "sprt_bounds",
+    "score_from_elo", "split_by_color", "sprt", "sprt_bounds",
 ]

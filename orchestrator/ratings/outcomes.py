@@ -40,15 +40,15 @@ class GameOutcome:
         """Points ``player`` took from this finished game (1, ½ or 0)."""
         if self.winner == "draw":
             return 0.5
-        colour = "black" if player == self.black else "white"
-        return 1.0 if self.winner == colour else 0.0
+        color = "black" if player == self.black else "white"
+        return 1.0 if self.winner == color else 0.0
 
     def opponent_of(self, player: str) -> str:
         return self.white if player == self.black else self.black
 
 
 @dataclass(frozen=True)
-class ColourSplit:
+class ColorSplit:
     """A player's results overall and with each colour (Black moves first)."""
 
     overall: Wdl
@@ -66,9 +66,9 @@ def _involves(game: GameOutcome, player: str, opponent: str | None) -> bool:
     return opponent is None or game.opponent_of(player) == opponent
 
 
-def split_by_colour(
+def split_by_color(
     games: Iterable[GameOutcome], player: str, opponent: str | None = None
-) -> ColourSplit:
+) -> ColorSplit:
     """``player``'s W/L/D overall, as Black and as White, against ``opponent`` or everyone."""
     as_black, as_white = Wdl(), Wdl()
     for game in games:
@@ -78,7 +78,7 @@ def split_by_colour(
             as_black += _result(game.points_for(player))
         else:
             as_white += _result(game.points_for(player))
-    return ColourSplit(overall=as_black + as_white, as_black=as_black, as_white=as_white)
+    return ColorSplit(overall=as_black + as_white, as_black=as_black, as_white=as_white)
 
 
 def pentanomial_from_games(

@@ -62,7 +62,7 @@ def elo_chart(section: dict) -> str | None:
     return svg.line_with_band(points, (0, section["games"]), title, "games", "Elo difference")
 
 
-def colour_chart(report: dict) -> str:
+def color_chart(report: dict) -> str:
     rows = []
     for name, p in report["players"].items():
         for label, key in (("as Black", "as_black"), ("as White", "as_white")):
@@ -192,8 +192,8 @@ def render(report: dict, out_dir: Path | None = None) -> str:
         page += ["<h2>Ratings</h2>", table(t.ratings_table(report)),
                  f'<p class="note">{escape(t.ratings_note(report))}</p>']
     lengths = report["lengths"]
-    page += ["<h2>Results by colour</h2>", table(t.colour_table(report)),
-             _figure(colour_chart(report)),
+    page += ["<h2>Results by colour</h2>", table(t.color_table(report)),
+             _figure(color_chart(report)),
              "<h2>Game length</h2>", f"<p>{escape(t.lengths_line(report))}</p>",
              _figure(svg.histogram(lengths["bin_edges"], lengths["counts"],
                                    "Game length (finished games)", "moves"))]

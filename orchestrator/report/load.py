@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.files import read_sgf_file
 from orchestrator.recordings import (
     JOURNAL,
@@ -26,16 +27,15 @@ from orchestrator.recordings import (
     record_from_sgf,
     sgf_paths,
 )
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.sgf import SgfError, SgfMove
 
-__all__ = ["ColourMoves", "GameData", "RunData", "Warn", "is_run_dir", "load_run", "load_runs"]
+__all__ = ["ColorMoves", "GameData", "RunData", "Warn", "is_run_dir", "load_run", "load_runs"]
 
 Warn = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class ColourMoves:
+class ColorMoves:
     """What one colour played in a game, from its SGF: moves its own policy chose,
     opening-book moves and fallback moves (``GOXIXSRC`` marks)."""
 
@@ -49,7 +49,7 @@ class ColourMoves:
 class GameData:
     line: JournalRecord
     where: str  # "path/games.jsonl:17", for messages
-    moves: dict[str, ColourMoves] | None  # by "black"/"white"; None when the SGF is unusable
+    moves: dict[str, ColorMoves] | None  # by "black"/"white"; None when the SGF is unusable
 
 
 @dataclass
@@ -68,7 +68,7 @@ class RunData:
 _ORIGIN_SLOT = {"own": 0, "opening": 1, "fallback": 2}
 
 
-def _colour_moves(moves: Iterable[SgfMove]) -> dict[str, ColourMoves]:
+def _color_moves(moves: Iterable[SgfMove]) -> dict[str, ColorMoves]:
     counts = {BLACK: [0, 0, 0], WHITE: [0, 0, 0]}
     latency: dict[int, list[float]] = {BLACK: [], WHITE: []}
     for move in moves:
@@ -77,8 +77,8 @@ def _colour_moves(moves: Iterable[SgfMove]) -> dict[str, ColourMoves]:
         if move.ms is not None:
             latency[move.color].append(move.ms)
     return {
-        "black": ColourMoves(*counts[BLACK], tuple(latency[BLACK])),
-        "white": ColourMoves(*counts[WHITE], tuple(latency[WHITE])),
+        "black": ColorMoves(*counts[BLACK], tuple(latency[BLACK])),
+        "white": ColorMoves(*counts[WHITE], tuple(latency[WHITE])),
     }
 
 
@@ -88,10 +88,10 @@ def _find_sgf(run_dir: Path, line: JournalRecord) -> Path | None:
 
 
 def _check_moves(path: Path, moves: tuple[SgfMove, ...], line: JournalRecord, where: str,
-                 warn: Warn) -> dict[str, ColourMoves]:
+                 warn: Warn) -> dict[str, ColorMoves]:
     if len(moves) != line.moves:
         warn(f"{path}: {len(moves)} moves, but {where} says {line.moves}; the SGF counts")
-    return _colour_moves(moves)
+    return _color_moves(moves)
 
 
 def _read_sgf(run_dir: Path, line: JournalRecord, where: str, warn: Warn) -> dict | None:

@@ -54,7 +54,7 @@ def render(report: dict, out_dir: Path | None = None) -> str:
     if t.show_ratings(report):
         out += ["## Ratings", "", table(t.ratings_table(report)), "",
                 t.ratings_note(report), ""]
-    out += ["## Results by colour", "", table(t.colour_table(report)), "",
+    out += ["## Results by colour", "", table(t.color_table(report)), "",
             "## Game length", "", t.lengths_line(report), "",
             "## Termination", "", table(t.termination_table(report)), "",
             "## Fallbacks and illegal replies", "",

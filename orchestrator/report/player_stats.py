@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from orchestrator.ratings import GameOutcome, Wdl, split_by_colour
+from orchestrator.ratings import GameOutcome, Wdl, split_by_color
 from orchestrator.report.load import GameData
 
 LATENCY_METHOD_APPROX = (
@@ -29,11 +29,11 @@ def moves_asked(game: GameData) -> Counter:
     :mod:`orchestrator.report.stats`)."""
     line = game.line
     asked: Counter = Counter()
-    for colour, name in (("black", line.black), ("white", line.white)):
+    for color, name in (("black", line.black), ("white", line.white)):
         if game.moves is not None:
-            asked[name] += game.moves[colour].own
+            asked[name] += game.moves[color].own
         else:  # no SGF: every played move of that colour past the opening book
-            first = colour == "black"
+            first = color == "black"
             book = line.opening.plies if line.opening is not None else 0
             asked[name] += (line.moves + first) // 2 - (book + first) // 2
     if game.moves is not None:
@@ -101,16 +101,16 @@ def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) 
             if lat is not None and lat.n and None not in (lat.p50, lat.p95, lat.max):
                 latency[name].append((lat.n, lat.p50, lat.p95, lat.max))
             recorded = [] if game.moves is None else [
-                ms for colour in ("black", "white")
-                if getattr(line, colour) == name
-                for ms in game.moves[colour].latency_ms
+                ms for color in ("black", "white")
+                if getattr(line, color) == name
+                for ms in game.moves[color].latency_ms
             ]
             if lat is not None and lat.n:
                 exact[name] = exact[name] and len(recorded) == lat.n
             samples[name].extend(recorded)
     out = {}
     for name in names:
-        split = split_by_colour(outcomes, name)
+        split = split_by_color(outcomes, name)
         n_asked = asked[name]
         fb = fallbacks[name]
         illegal = sum(c for r, c in fb.items() if r.startswith("illegal:"))

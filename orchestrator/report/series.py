@@ -47,7 +47,7 @@ def running_counts(games: Sequence[GameOutcome], player: str) -> Iterator[tuple[
         yield k, Pentanomial(*penta) if paired else Wdl(results[2], results[0], results[1])
 
 
-def pairs_table(games: Sequence[GameData], player: str, opponent: str) -> list[dict]:
+def pair_rows(games: Sequence[GameData], player: str, opponent: str) -> list[dict]:
     """Each opening pair of ``player`` against ``opponent``: its games and, once both are
     in, the points ``player`` took (the pair's pentanomial outcome: 0, ½, 1, 1½ or 2)."""
     pairs: dict[tuple[str, int], list[GameData]] = {}
@@ -79,7 +79,7 @@ def _points(game: GameData, player: str) -> float:
     return float((game.line.black if winner == "black" else game.line.white) == player)
 
 
-def games_table(games: Sequence[GameData], runs: Sequence[RunData]) -> list[dict]:
+def game_rows(games: Sequence[GameData], runs: Sequence[RunData]) -> list[dict]:
     """One row per recorded game, void included, with where its SGF is."""
     paths = {run.run_id: run.path for run in runs}
     rows = []

@@ -36,7 +36,7 @@ from orchestrator.ratings import (
     connected_groups,
     estimate,
     pentanomial_from_games,
-    split_by_colour,
+    split_by_color,
     sprt,
 )
 from orchestrator.recordings import head_to_head, rated_game
@@ -245,7 +245,7 @@ def _head_to_head(runs: Sequence[RunData], outcomes: Sequence[GameOutcome],
         player, opponent = _orientation(runs, a, b)
         games = [g for g in outcomes if {g.black, g.white} == {a, b}]
         games = checked_pairs(games, player, opponent, f"{player} vs {opponent}", warn)
-        split = split_by_colour(games, player, opponent)
+        split = split_by_color(games, player, opponent)
         counts = head_to_head_counts(games, player, opponent)
         penta = counts if isinstance(counts, Pentanomial) else None
         sections.append({
@@ -261,7 +261,7 @@ def _head_to_head(runs: Sequence[RunData], outcomes: Sequence[GameOutcome],
             "estimate_games": _estimate(estimate(split.overall)),
             "curve": _curve(games, player, opponent),
             "sprt": [s for s in sprts if {s["player"], s["opponent"]} == {a, b}],
-            "pairs": series.pairs_table(recorded, player, opponent) if penta else [],
+            "pairs": series.pair_rows(recorded, player, opponent) if penta else [],
         })
     return sections
 
@@ -378,6 +378,6 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
         "fallback_curves": series.fallback_curves(games, [moves_asked(g) for g in games]),
         "head_to_head": head,
         "ratings": ratings,
-        "games": series.games_table(games, runs),
+        "games": series.game_rows(games, runs),
         "notes": notes,
     }

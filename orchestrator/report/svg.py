@@ -113,8 +113,8 @@ def line_with_band(
 
 def _legend(items: Sequence[tuple[str, str]], x: float, y: float) -> list[str]:
     out = []
-    for name, colour in items:
-        out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{colour}"/>')
+    for name, color in items:
+        out.append(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{color}"/>')
         out.append(_text(x + 14, y, name))
         x += 24 + 7 * len(name)
     return out
@@ -137,12 +137,12 @@ def stacked_bars(
         y = top + i * row_h
         body.append(_text(left - 8, y + 16, label, "end", fill="#222"))
         x = float(left)
-        for value, (name, colour) in zip(values, segments, strict=True):
+        for value, (name, color) in zip(values, segments, strict=True):
             if not value:
                 continue
             w = value / longest * plot_w
             body.append(f'<rect class="bar" x="{x:.1f}" y="{y + 3}" width="{w:.1f}" '
-                        f'height="{row_h - 6}" fill="{colour}"><title>{escape(label)}: '
+                        f'height="{row_h - 6}" fill="{color}"><title>{escape(label)}: '
                         f"{value} {escape(name)}</title></rect>")
             if w >= 18:
                 body.append(_text(x + w / 2, y + 17, str(value), "middle", fill="#fff"))
@@ -171,10 +171,10 @@ def bars(
     height = top + sum(bar_h * len(b) + gap for b in shown) + 8
     plot_w = WIDTH - left - right
     largest = max((v for _, values in groups for v in values if v), default=0.0) or 1.0
-    colours = {name: SERIES[i % len(SERIES)] for i, name in enumerate(series)}
+    colors = {name: SERIES[i % len(SERIES)] for i, name in enumerate(series)}
     body = [_text(8, 16, title, extra=' font-weight="bold"')]
     if len(series) > 1:
-        body += _legend([(s, colours[s]) for s in series], left, 34)
+        body += _legend([(s, colors[s]) for s in series], left, 34)
     y0 = top
     for (label, _), group in zip(groups, shown, strict=True):
         body.append(_text(left - 8, y0 + bar_h * len(group) / 2 + 4, label, "end", fill="#222"))
@@ -185,7 +185,7 @@ def bars(
                 continue
             w = max(value / largest * plot_w, 1.0 if value else 0.0)
             body.append(f'<rect class="bar" x="{left}" y="{y + 1}" width="{w:.1f}" '
-                        f'height="{bar_h - 2}" fill="{colours[name]}"><title>{escape(label)} '
+                        f'height="{bar_h - 2}" fill="{colors[name]}"><title>{escape(label)} '
                         f"{escape(name)}: {value:.{digits}f}{unit}</title></rect>")
             body.append(_text(left + w + 4, y + 12, f"{value:.{digits}f}{unit}"))
         y0 += bar_h * len(group) + gap
@@ -269,13 +269,13 @@ def lines(
                     f'y2="{sy(y):.1f}" stroke="{LOSS}" stroke-dasharray="6 4"/>')
         body.append(_text(left + plot_w - 4, sy(y) - 4, name, "end", fill=LOSS))
     for i, (name, pts) in enumerate(series):
-        colour = SERIES[i % len(SERIES)]
+        color = SERIES[i % len(SERIES)]
         coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         body.append(f'<polyline class="series" points="{coords}" fill="none" '
-                    f'stroke="{colour}" stroke-width="2"><title>{escape(name)}</title>'
+                    f'stroke="{color}" stroke-width="2"><title>{escape(name)}</title>'
                     "</polyline>")
         if len(pts) <= 60:
-            body += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{colour}"/>'
+            body += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}"/>'
                      for x, y in pts]
     body.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" '
                 f'fill="none" stroke="{AXIS}"/>')
@@ -320,15 +320,15 @@ def boxes(rows: Sequence[tuple[str, Sequence[float]]], title: str, unit: str = "
         y = top + i * row_h + row_h / 2
         body.append(_text(left - 8, y + 4, label, "end", fill="#222"))
         mn, q1, med, q3, p95, mx = box
-        colour = SERIES[i % len(SERIES)]
+        color = SERIES[i % len(SERIES)]
         body.append(f'<line x1="{sx(mn):.1f}" x2="{sx(p95):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
-                    f'stroke="{colour}"/>')
+                    f'stroke="{color}"/>')
         body.append(f'<rect class="box" x="{sx(q1):.1f}" y="{y - 8:.1f}" '
-                    f'width="{max(sx(q3) - sx(q1), 1):.1f}" height="16" fill="{colour}" '
-                    f'fill-opacity="0.35" stroke="{colour}"><title>{escape(label)}: median '
+                    f'width="{max(sx(q3) - sx(q1), 1):.1f}" height="16" fill="{color}" '
+                    f'fill-opacity="0.35" stroke="{color}"><title>{escape(label)}: median '
                     f"{_fmt(med)}{unit}, p25–p75 {_fmt(q1)}–{_fmt(q3)}{unit}, p95 "
                     f"{_fmt(p95)}{unit}, max {_fmt(mx)}{unit}</title></rect>")
         body.append(f'<line x1="{sx(med):.1f}" x2="{sx(med):.1f}" y1="{y - 8:.1f}" '
-                    f'y2="{y + 8:.1f}" stroke="{colour}" stroke-width="3"/>')
-        body.append(f'<circle cx="{sx(mx):.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>')
+                    f'y2="{y + 8:.1f}" stroke="{color}" stroke-width="3"/>')
+        body.append(f'<circle cx="{sx(mx):.1f}" cy="{y:.1f}" r="3" fill="{color}"/>')
     return _svg(height, body, title)

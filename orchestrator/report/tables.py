@@ -165,7 +165,7 @@ def ratings_note(report: dict) -> str:
     return f"{r['method']}. {text}"
 
 
-def colour_table(report: dict) -> Table:
+def color_table(report: dict) -> Table:
     rows = []
     for player, p in report["players"].items():
         rows.append((name(report, player), wld(p["results"]), wld(p["as_black"]),

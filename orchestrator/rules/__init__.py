@@ -1,9 +1,7 @@
 """Pure rules core: no I/O, no trio."""
 
+from orchestrator.color import BLACK, EMPTY, WHITE, opponent
 from orchestrator.rules.board import (
-    BLACK,
-    EMPTY,
-    WHITE,
     Board,
     IllegalMove,
     MoveResult,
@@ -11,7 +9,6 @@ from orchestrator.rules.board import (
     OffBoardError,
     SuicideError,
     SuperkoError,
-    opponent,
 )
 from orchestrator.rules.estimate import Estimate, estimate
 from orchestrator.rules.game import Game, Move

@@ -23,14 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from orchestrator.color import BLACK, COLOR_NAMES, EMPTY, WHITE
 from orchestrator.coords import GTP_COLUMNS, PASS, to_gtp
-
-EMPTY, BLACK, WHITE = 0, 1, 2
-COLOR_NAMES = {BLACK: "black", WHITE: "white"}
-
-
-def opponent(color: int) -> int:
-    return 3 - color
 
 
 class IllegalMove(ValueError):

@@ -35,14 +35,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.rules.board import (
-    BLACK,
-    WHITE,
-    Board,
-    Group,
-    IllegalMove,
-    neighbours_table,
-)
+from orchestrator.color import BLACK, WHITE
+from orchestrator.rules.board import Board, Group, IllegalMove, neighbours_table
 from orchestrator.rules.scoring import result_string
 
 MANY_LIBERTIES = 10

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from orchestrator.color import BLACK, WHITE, opponent
 from orchestrator.coords import PASS
-from orchestrator.rules.board import BLACK, WHITE, Board, MoveResult, opponent
+from orchestrator.rules.board import Board, MoveResult
 from orchestrator.rules.scoring import AreaScore, tromp_taylor
 
 

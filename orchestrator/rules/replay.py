@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from orchestrator.color import BLACK
 from orchestrator.coords import PASS, to_gtp, to_sgf
-from orchestrator.rules.board import BLACK, IllegalMove
+from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.sgf import NotSupported, Setup, SgfError, SgfGame, SgfMove
 
@@ -24,17 +25,17 @@ class IllegalMoveInRecord(SgfError):
     the :class:`~orchestrator.rules.IllegalMove` reason (occupied, suicide, superko,
     off-board)."""
 
-    def __init__(self, move: int, rule: str, reason: str, path: str | None = None) -> None:
+    def __init__(self, move: int, rule: str, detail: str, path: str | None = None) -> None:
         self.move = move
         self.rule = rule
-        self.kind = f"illegal:{rule}"
-        super().__init__(reason, path)
+        self.reason = f"illegal:{rule}"
+        super().__init__(detail, path)
 
 
 class IllegalSetup(SgfError):
     """Setup stones that leave a group without liberties."""
 
-    kind = "illegal-setup"
+    reason = "illegal-setup"
 
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.rules.board import BLACK, EMPTY, WHITE, Board
+from orchestrator.color import BLACK, EMPTY, WHITE
+from orchestrator.rules.board import Board
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from orchestrator.rules.board import BLACK, WHITE
+from orchestrator.color import BLACK, WHITE
 
 # go19's private properties (docs/formats.md). Letters only: "XIX" is the 19 of GO19.
 RUN_PROP = "GOXIXRUN"
@@ -29,26 +29,27 @@ _WINNER_RE = re.compile(r"\s*([BW])\s*\+", re.I)
 class SgfError(ValueError):
     """A file, or a game in it, that go19 cannot use.
 
-    ``reason`` is one line saying what is wrong and where; ``kind`` is a short
-    category for summaries; ``path`` is the file when known (the reader gets bytes:
-    the caller that opened the file names it).
+    ``reason`` is a short tag for summaries (as :class:`~orchestrator.rules.IllegalMove`'s
+    and a player fault's); ``detail`` is one line saying what is wrong and where; ``path``
+    is the file when known (the reader gets bytes: the caller that opened the file names
+    it).
     """
 
-    kind = "unreadable"
+    reason = "unreadable"
 
-    def __init__(self, reason: str, path: str | None = None) -> None:
-        self.reason = " ".join(reason.split())
+    def __init__(self, detail: str, path: str | None = None) -> None:
+        self.detail = " ".join(detail.split())
         self.path = path
-        super().__init__(self.reason)
+        super().__init__(self.detail)
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.reason}" if self.path else self.reason
+        return f"{self.path}: {self.detail}" if self.path else self.detail
 
 
 class Unreadable(SgfError):
     """The file could not be read at all (missing, a folder, no permission)."""
 
-    kind = "unreadable"
+    reason = "unreadable"
 
     @classmethod
     def from_os_error(cls, exc: OSError, path: object) -> Unreadable:
@@ -56,38 +57,38 @@ class Unreadable(SgfError):
 
 
 class EmptyFile(SgfError):
-    kind = "empty"
+    reason = "empty"
 
 
 class Unparseable(SgfError):
-    kind = "unparseable"
+    reason = "unparseable"
 
 
 class Truncated(SgfError):
-    kind = "truncated"
+    reason = "truncated"
 
 
 class NotSupported(SgfError):
     """Valid SGF that is not a game go19 can play: another game, a board size the
     rules do not support, a rectangular board."""
 
-    kind = "not-supported"
+    reason = "not-supported"
 
 
 class NotNineteen(NotSupported):
-    kind = "not-19x19"
+    reason = "not-19x19"
 
 
 class CorruptCoordinate(SgfError):
     """A point that does not exist on the board; ``move`` is its 1-based move number,
     None for a setup point (``node`` says where)."""
 
-    kind = "corrupt-coordinate"
+    reason = "corrupt-coordinate"
 
-    def __init__(self, reason: str, move: int | None = None, node: int | None = None) -> None:
+    def __init__(self, detail: str, move: int | None = None, node: int | None = None) -> None:
         self.move = move
         self.node = node
-        super().__init__(reason)
+        super().__init__(detail)
 
 
 # -- data model ------------------------------------------------------------------

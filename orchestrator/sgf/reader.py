@@ -8,8 +8,8 @@ import re
 from collections.abc import Callable
 from functools import cache
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS, CoordinateError, from_sgf, to_sgf
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.sgf.grammar import RUN_MOVE_RE, Node, main_lines
 from orchestrator.sgf.model import (
     LATENCY_PROP,

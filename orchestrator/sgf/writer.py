@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 
 from orchestrator import __version__
+from orchestrator.color import BLACK
 from orchestrator.coords import PASS, to_sgf
-from orchestrator.rules.board import BLACK
 from orchestrator.sgf.model import LATENCY_PROP, SOURCE_PROP, Setup, SgfGame
 
 _IDENT_RE = re.compile(r"[A-Z]+")

@@ -29,7 +29,7 @@ class ServerCheck:
 
     def __init__(self, changed: Callable[[], None], on_ok: Callable[[], None]) -> None:
         self.label = "● unchecked"
-        self.colour = GREY
+        self.color = GREY
         self.failures = 0
         self._changed = changed
         self._on_ok = on_ok
@@ -39,8 +39,8 @@ class ServerCheck:
     def running(self) -> bool:
         return self._scope is not None
 
-    def _set(self, label: str, colour: str) -> None:
-        self.label, self.colour = label, colour
+    def _set(self, label: str, color: str) -> None:
+        self.label, self.color = label, color
         self._changed()
 
     def check(self, nursery: trio.Nursery, host: str, port: int, timeout: float,

@@ -20,7 +20,7 @@ from orchestrator.web.watch import WatchHub
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from orchestrator.collect.scheduler import Collector
+    from orchestrator.collect.collector import Collector
 
 DEFAULT_PORT = 8019
 NO_AUTH_WARNING = ("warning: {host} is not a loopback address: anyone who can reach this "

@@ -25,11 +25,11 @@ from orchestrator import __version__
 from orchestrator.collect.recorder import journal_record, utc_stamp
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
 from orchestrator.collect.sgf_record import recorded_game_sgf
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.files import atomic_write
 from orchestrator.players.base import RESIGN
 from orchestrator.players.go19 import Go19Endpoint, format_address
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.game import Game
 from orchestrator.web import views
 from orchestrator.web.connection import ServerCheck
@@ -62,7 +62,7 @@ class PlaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Mode = "ha"
-    colour: Literal["black", "white"] = "black"  # the human's (ha, hv); the AI's in av
+    color: Literal["black", "white"] = "black"  # the human's (ha, hv); the AI's in av
     host1: str = Field("127.0.0.1", min_length=1, max_length=253)
     port1: int = Field(5019, ge=1, le=65535)
     host2: str = Field("", max_length=253)
@@ -242,7 +242,7 @@ class PlaySession:
             "turn": turn,
             "estimate": views.estimate_line(game.board, game.komi),
             "status": {"text": self.status[0], "level": self.status[1]},
-            "servers": {i: {"label": c.label, "colour": c.colour} for i, c in self.checks.items()},
+            "servers": {i: {"label": c.label, "colour": c.color} for i, c in self.checks.items()},
             "vlm_png": self.vlm_png_version if self.vlm_png else None,
             "can_cancel": self.vlm_scope is not None,
             "finished": self.finished,
@@ -319,13 +319,13 @@ class PlaySession:
     def _seats(self, settings: PlaySettings, endpoints: dict[int, Go19Endpoint]
                ) -> tuple[dict[int, object], dict[str, dict]]:
         mode = settings.mode
-        mine = BLACK if settings.colour == "black" else WHITE
+        mine = BLACK if settings.color == "black" else WHITE
         other = 3 - mine
         seed = self.number
         meta: dict[str, dict] = {}
 
-        def human(colour: int) -> HumanSeat:
-            name = "human" if mode != "hh" else f"human-{'black' if colour == BLACK else 'white'}"
+        def human(color: int) -> HumanSeat:
+            name = "human" if mode != "hh" else f"human-{'black' if color == BLACK else 'white'}"
             meta[name] = {"kind": "human"}
             return HumanSeat(self, name)
 

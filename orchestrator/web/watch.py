@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.collect.standings import pairing_stats, verdict_text
+from orchestrator.color import BLACK
 from orchestrator.coords import PASS
-from orchestrator.rules.board import BLACK, IllegalMove
+from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.estimate import estimate
 from orchestrator.rules.game import Game
 from orchestrator.sgf import SgfError, read_games
 from orchestrator.web import views
 
 if TYPE_CHECKING:
-    from orchestrator.collect.scheduler import Collector
+    from orchestrator.collect.collector import Collector
 
 # The referee's fallback event (collect/referee.py): "game N move M: NAME REASON, fallback".
 _FALLBACK_EVENT = re.compile(r"^game (\d+) move \d+: .+ \S+, fallback$")

@@ -69,9 +69,9 @@ def sgf_games(run_dir: Path) -> dict[str, sgf.Sgf_game]:
 def moves_of(game: sgf.Sgf_game) -> list[tuple[str, tuple | None, str | None]]:
     out = []
     for node in game.get_main_sequence()[1:]:
-        colour, point = node.get_move()
+        color, point = node.get_move()
         source = node.get("GOXIXSRC") if node.has_property("GOXIXSRC") else None
-        out.append((colour, point, source))
+        out.append((color, point, source))
     return out
 
 
@@ -115,9 +115,9 @@ async def test_two_pass_results_match_an_independent_count(tmp_path: Path) -> No
     for record in journal(summary.run_dir):
         game = sgf.Sgf_game.from_bytes((summary.run_dir / record["sgf"]).read_bytes())
         board = boards.Board(9)
-        for colour, point, _ in moves_of(game):
+        for color, point, _ in moves_of(game):
             if point is not None:
-                board.play(point[0], point[1], colour)
+                board.play(point[0], point[1], color)
         # sgfmill's area_score counts stones plus single-colour-bordered empty regions.
         margin = board.area_score() - 2.5
         expected = "0" if margin == 0 else f"{'B' if margin > 0 else 'W'}+{abs(margin):g}"
@@ -131,7 +131,7 @@ async def test_self_play_uses_one_endpoint(tmp_path: Path) -> None:
     assert list(records[0]["players"]) == ["strong"]
 
 
-async def test_paired_openings_swap_colours_and_are_marked(tmp_path: Path) -> None:
+async def test_paired_openings_swap_colors_and_are_marked(tmp_path: Path) -> None:
     path = matchup(tmp_path, extra="[openings]\nrandom_plies = 4\npaired = true\n")
     summary = await run_collect(path, tmp_path, games=4)
     records = sorted(journal(summary.run_dir), key=lambda r: r["slot"])
@@ -163,8 +163,8 @@ async def test_timeouts_become_marked_fallbacks(
     summary = await run_collect(path, tmp_path, games=2)
     for record in journal(summary.run_dir):
         game = sgf.Sgf_game.from_bytes((summary.run_dir / record["sgf"]).read_bytes())
-        weak_colour = "b" if record["black"] == "weak" else "w"
-        weak_moves = [m for m in moves_of(game) if m[0] == weak_colour]
+        weak_color = "b" if record["black"] == "weak" else "w"
+        weak_moves = [m for m in moves_of(game) if m[0] == weak_color]
         assert weak_moves and all(m[2] == "fallback:timeout" for m in weak_moves)
         assert record["fallbacks"]["weak"] == {"timeout": len(weak_moves)}
         # The strong server sees only the board, so it may walk into a superko it cannot
@@ -269,9 +269,9 @@ async def test_per_move_latency_is_recorded_and_reported_exactly(tmp_path: Path)
         per_game = {"strong": 0, "weak": 0}
         for node in game.get_main_sequence()[1:]:
             if node.has_property("GOXIXMS"):
-                colour, _ = node.get_move()
-                samples[names[colour]].append(float(node.get("GOXIXMS")))
-                per_game[names[colour]] += 1
+                color, _ = node.get_move()
+                samples[names[color]].append(float(node.get("GOXIXMS")))
+                per_game[names[color]] += 1
         for name, count in per_game.items():
             assert record["latency_ms"][name]["n"] == count
     report = write_report([summary.run_dir], tmp_path / "report")

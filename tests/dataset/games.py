@@ -10,11 +10,11 @@ from sgfmill import boards as sgfmill_boards
 from sgfmill import sgf as sgfmill_sgf
 from sgfmill import sgf_grammar
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS, from_gtp
-from orchestrator.rules import BLACK, WHITE
 from orchestrator.sgf import SgfGame, SgfMove, write_sgf
 
-COLOURS = {"b": BLACK, "w": WHITE}
+COLORS = {"b": BLACK, "w": WHITE}
 
 
 def p(vertex: str, size: int = 19) -> int:
@@ -54,16 +54,16 @@ def sgfmill_positions(path: Path, game_index: int = 0) -> list[tuple[np.ndarray,
         black, white, empty = node.get_setup_stones()
         if black or white or empty:
             board.apply_setup(black, white, empty)
-        colour, rc = node.get_move()
-        played = [(colour, rc)] if colour is not None else []
-        if colour == "b" and node.has_property("W"):  # "B[tt]W[tt]" in one node
+        color, rc = node.get_move()
+        played = [(color, rc)] if color is not None else []
+        if color == "b" and node.has_property("W"):  # "B[tt]W[tt]" in one node
             played.append(("w", node.get("W")))
-        for colour, rc in played:
+        for color, rc in played:
             stones = np.zeros((size, size), np.uint8)
             for there, (row, col) in board.list_occupied_points():
-                stones[size - 1 - row, col] = COLOURS[there]
+                stones[size - 1 - row, col] = COLORS[there]
             point = size * size if rc is None else (size - 1 - rc[0]) * size + rc[1]
-            out.append((stones, COLOURS[colour], point))
+            out.append((stones, COLORS[color], point))
             if rc is not None:
-                board.play(rc[0], rc[1], colour)
+                board.play(rc[0], rc[1], color)
     return out

@@ -24,7 +24,7 @@ from orchestrator.dataset import (
     load_games,
     read_manifest,
 )
-from orchestrator.dataset.check import MARK_COLOUR, SHEET_PX
+from orchestrator.dataset.check import MARK_COLOR, SHEET_PX
 from orchestrator.files import sha256_file
 from orchestrator.render import point_center
 from tests.conftest import REPO
@@ -139,9 +139,9 @@ def test_check_sheet_marks_the_target(tmp_path) -> None:
     image = np.asarray(Image.open(io.BytesIO(sheet.read_bytes())).convert("RGB"))
     # contact_sheet puts the first picture 8 px from the top-left corner.
     x, y = point_center(p("Q16"), 19, SHEET_PX)
-    assert tuple(image[8 + y, 8 + x]) == MARK_COLOUR
+    assert tuple(image[8 + y, 8 + x]) == MARK_COLOR
     x, y = point_center(p("D4"), 19, SHEET_PX)  # an empty point, unmarked
-    assert tuple(image[8 + y, 8 + x]) != MARK_COLOUR
+    assert tuple(image[8 + y, 8 + x]) != MARK_COLOR
 
 
 def test_check_finds_a_changed_source(tmp_path, dataset) -> None:

@@ -17,8 +17,8 @@ import pytest
 from orchestrator.commands.replay import check_file, sgf_files
 from orchestrator.dataset import build, load, load_games, read_manifest
 from orchestrator.dataset.build import BuildOptions
-from orchestrator.dataset.samples import read_file
 from orchestrator.files import read_sgf_file
+from orchestrator.positions.samples import read_file
 from orchestrator.rules.replay import replay_positions
 from orchestrator.rules.tactics import classify
 from tests.conftest import REAL_SGF, REPO, requires_real_sgf
@@ -99,9 +99,9 @@ def test_every_sample_matches_sgfmill(name, table, samples) -> None:
     numbers = samples["move_number"][mine]
     assert len(set(numbers.tolist())) == len(mine)  # each move at most once
     for i in mine:
-        board, colour, point = theirs[samples["move_number"][i] - 1]
+        board, color, point = theirs[samples["move_number"][i] - 1]
         assert samples["move"][i] == point
-        assert samples["to_play"][i] == colour
+        assert samples["to_play"][i] == color
         assert np.array_equal(samples["board"][i], board)
 
 

@@ -136,8 +136,8 @@ def sgf_marks(path: Path, record: dict) -> dict[str, Counter]:
         if node.has_property("GOXIXSRC"):
             source = node.get("GOXIXSRC")
             if source.startswith("fallback:"):
-                colour, _ = node.get_move()
-                marks[names[colour]][source.removeprefix("fallback:")] += 1
+                color, _ = node.get_move()
+                marks[names[color]][source.removeprefix("fallback:")] += 1
     return marks
 
 

@@ -64,16 +64,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import trio
 
+from orchestrator.color import BLACK
 from orchestrator.coords import PASS, to_go19
 from orchestrator.players.random_player import RandomChooser
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import (
-    BLACK,
-    Board,
-    IllegalMove,
-    SuicideError,
-    SuperkoError,
-)
+from orchestrator.rules.board import Board, IllegalMove, SuicideError, SuperkoError
 
 LOCALHOST = "127.0.0.1"
 

@@ -11,10 +11,10 @@ import pytest
 import trio
 
 from orchestrator.collect.referee import GameSpec, RefereeSettings, play_game
-from orchestrator.players.base import ConnectionFailed, ErrorReply, PlayerError
+from orchestrator.color import BLACK
+from orchestrator.players.base import ConnectionFailed, PlayerError, RefusedMove
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import BLACK
 from orchestrator.rules.game import Game
 
 from .server import LOCALHOST, REASON, REQUEST_FAULTS, FaultServer, Plan, Window
@@ -24,8 +24,8 @@ ALWAYS_POSSIBLE = [k for k in REQUEST_FAULTS if k not in ("suicide", "superko")]
 
 def nine(stones: dict[int, int] | None = None) -> wire.Request:
     board = np.zeros(81, dtype=np.uint8)
-    for point, colour in (stones or {}).items():
-        board[point] = colour
+    for point, color in (stones or {}).items():
+        board[point] = color
     return wire.Request(9, BLACK, b"", board.tobytes())
 
 
@@ -122,7 +122,7 @@ async def test_error_reply_closes_the_connection(nursery, fault_clock) -> None:
     port = await nursery.start(server.serve)
     async with Go19Endpoint([(LOCALHOST, port)], allowed_sizes=(9,)) as endpoint:
         for _ in range(3):
-            with pytest.raises(ErrorReply, match="p: injected fault: model not loaded"):
+            with pytest.raises(RefusedMove, match="p: injected fault: model not loaded"):
                 await Go19Player(endpoint, "p").genmove(Game(9))
     assert server.connections == 3
 

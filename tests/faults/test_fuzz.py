@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import pytest
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.players.random_player import RandomChooser
 from orchestrator.protocol.go19 import (
@@ -38,7 +39,7 @@ from orchestrator.protocol.go19 import (
     Request,
 )
 from orchestrator.render import render_png
-from orchestrator.rules.board import BLACK, WHITE, Board
+from orchestrator.rules.board import Board
 from orchestrator.rules.replay import replay_positions
 from orchestrator.sgf import MAX_SIZE, SgfError, SgfGame, SgfMove, read_games, write_sgf
 from tests.conftest import REAL_SGF, requires_real_sgf

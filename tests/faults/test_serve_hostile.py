@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import trio
 
+from orchestrator.color import BLACK
 from orchestrator.players.go19 import Go19Connection
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import BLACK
 from tests.conftest import REPO
 
 from .server import LOCALHOST

@@ -16,8 +16,8 @@ import pytest
 import trio
 import trio.testing
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.label.engine import KataGoDied, KataGoQueryError, open_katago
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.game import Move
 from tests.label.conftest import KATAGO, katago, requires_katago
 

@@ -13,6 +13,7 @@ import pytest
 import trio
 import trio.testing
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.label.engine import (
     GO19_RULES,
@@ -23,7 +24,6 @@ from orchestrator.label.engine import (
     open_katago,
     parse_response,
 )
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.game import Move
 
 Q16, D4 = 3 * 19 + 15, 15 * 19 + 3  # (row, col) from the top-left corner A19
@@ -40,7 +40,7 @@ def test_game_query_sends_gtp_vertices_and_every_turn_by_default():
     assert "initialPlayer" not in query and "id" not in query
 
 
-def test_game_query_options_and_bad_colour():
+def test_game_query_options_and_bad_color():
     query = game_query([], komi=0.5, size=9, initial_player=WHITE, analyze_turns=[0],
                        max_visits=16, include_ownership=True, priority=3, rules="japanese")
     assert query["initialPlayer"] == "W" and query["boardXSize"] == 9

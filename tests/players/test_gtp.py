@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS, from_gtp
-from orchestrator.players.base import RESIGN, EngineDied, ErrorReply, ProtocolViolation
+from orchestrator.players.base import RESIGN, EngineDied, ProtocolViolation, RefusedMove
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.heuristic import HeuristicChooser
-from orchestrator.rules import BLACK, WHITE, Game
+from orchestrator.rules import Game
 from tests.conftest import GNUGO, requires_gnugo
 
 # A GTP engine in a few lines: logs its pid and every command to stderr, answers
@@ -190,15 +191,15 @@ async def test_a_reply_that_is_not_gtp_is_a_protocol_violation() -> None:
 
 
 @requires_gnugo
-@pytest.mark.parametrize("engine_colour", [BLACK, WHITE])
-async def test_a_game_against_gnugo_runs_to_the_end(engine_colour: int) -> None:
+@pytest.mark.parametrize("engine_color", [BLACK, WHITE])
+async def test_a_game_against_gnugo_runs_to_the_end(engine_color: int) -> None:
     engine = gnugo()
-    ai = HeuristicChooser(seed=engine_colour)
+    ai = HeuristicChooser(seed=engine_color)
     game = Game(9)
     resigned = False
     try:
         while not game.over_by_passes and game.move_number < 722:
-            if game.to_play == engine_colour:
+            if game.to_play == engine_color:
                 move = await engine.genmove(game)
                 if move == RESIGN:
                     resigned = True
@@ -209,7 +210,7 @@ async def test_a_game_against_gnugo_runs_to_the_end(engine_colour: int) -> None:
     finally:
         await engine.aclose()
     assert resigned or game.over_by_passes
-    engine_stones = [m for m in game.moves if m.color == engine_colour and m.point != PASS]
+    engine_stones = [m for m in game.moves if m.color == engine_color and m.point != PASS]
     assert len(engine_stones) >= 10
 
 
@@ -245,7 +246,7 @@ async def test_an_engine_error_reply_is_reported_with_its_message() -> None:
     engine = gnugo()
     try:
         # Our board goes to 25x25; GNU Go stops at 19x19.
-        with pytest.raises(ErrorReply, match="'boardsize 21'.*unacceptable size"):
+        with pytest.raises(RefusedMove, match="'boardsize 21'.*unacceptable size"):
             await engine.genmove(Game(21))
         # The exchange was complete, so the engine is still usable.
         assert await engine.genmove(Game(9)) != RESIGN

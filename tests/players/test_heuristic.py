@@ -7,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.players.heuristic import HeuristicChooser, HeuristicPlayer
 from orchestrator.players.random_player import RandomChooser, RandomPlayer
-from orchestrator.rules import BLACK, WHITE, Board, Game, Move, tromp_taylor
+from orchestrator.rules import Board, Game, Move, tromp_taylor
 from tests.players.boards import DAME, TWO_EYES_AND_A_DAME, board_from, point
 
 SEEDS = range(12)
@@ -109,13 +110,13 @@ def test_does_not_extend_into_self_atari(level: int, seed: int) -> None:
 
 
 @pytest.mark.parametrize("level", [0, 1, 2])
-@pytest.mark.parametrize("colour", [BLACK, WHITE])
-def test_fills_the_dame_then_passes_without_filling_eyes(level: int, colour: int) -> None:
+@pytest.mark.parametrize("color", [BLACK, WHITE])
+def test_fills_the_dame_then_passes_without_filling_eyes(level: int, color: int) -> None:
     for seed in SEEDS:
         board = board_from(*TWO_EYES_AND_A_DAME)
         ai = HeuristicChooser(seed, level)
-        assert ai.choose(board, colour) == DAME
-        board.play(colour, DAME)
+        assert ai.choose(board, color) == DAME
+        board.play(color, DAME)
         assert ai.choose(board, BLACK) == PASS
         assert ai.choose(board, WHITE) == PASS
 
@@ -144,13 +145,13 @@ def test_opens_on_the_four_corners(seed: int) -> None:
     board = Board(19)
     ai = HeuristicChooser(seed)
     corners = set()
-    for colour in (BLACK, WHITE, BLACK, WHITE):
-        move = ai.choose(board, colour)
+    for color in (BLACK, WHITE, BLACK, WHITE):
+        move = ai.choose(board, color)
         row, col = divmod(move, 19)
         lines = sorted((min(row, 18 - row), min(col, 18 - col)))
         assert lines in ([2, 2], [2, 3], [3, 3]), f"{len(corners)} corners taken, then {(row, col)}"
         corners.add((row < 9, col < 9))
-        board.play(colour, move)
+        board.play(color, move)
     assert len(corners) == 4
 
 
@@ -177,15 +178,15 @@ def test_always_answers_legal_and_never_fills_a_true_eye(
             break
         game.play(mover.choose(game.board, game.to_play))
     board = game.board
-    colour = game.to_play
+    color = game.to_play
     last = game.moves[-1].point if game.moves else None
     before = list(board.stones)
-    move = HeuristicChooser(seed, level).choose(board, colour, last)
+    move = HeuristicChooser(seed, level).choose(board, color, last)
     assert board.stones == before
     if move == PASS:
         return
-    result = board.check(colour, move)  # raises IllegalMove if illegal
-    assert not is_true_eye(board, colour, move)
+    result = board.check(color, move)  # raises IllegalMove if illegal
+    assert not is_true_eye(board, color, move)
     if level >= 1:
         assert result.liberties > 1 or result.captured
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.players.random_player import RandomChooser
-from orchestrator.rules import BLACK, WHITE, Game
+from orchestrator.rules import Game
 from tests.players.boards import DAME, TWO_EYES_AND_A_DAME, board_from, point
 
 

@@ -32,9 +32,9 @@ EMPTY19 = bytes(361)
 def board19(**stones: int) -> bytes:
     """A 19x19 board with stones named like r3c16=1."""
     cells = bytearray(361)
-    for name, colour in stones.items():
+    for name, color in stones.items():
         row, col = name[1:].split("c")
-        cells[int(row) * 19 + int(col)] = colour
+        cells[int(row) * 19 + int(col)] = color
     return bytes(cells)
 
 

@@ -11,7 +11,7 @@ from orchestrator.ratings import (
     Wdl,
     estimate,
     pentanomial_from_games,
-    split_by_colour,
+    split_by_color,
 )
 
 
@@ -23,7 +23,7 @@ def _games(black: str, white: str, black_wins: int, white_wins: int, draws: int)
     )
 
 
-def test_split_by_colour_matches_cutechess_report() -> None:
+def test_split_by_color_matches_cutechess_report() -> None:
     # rafid-dev/Union changelog.md, cutechess-cli, "Repetition detection":
     #   Score of dev vs master: 1086 - 963 - 336  [0.526] 2385
     #   ...      dev playing White: 519 - 495 - 179  [0.510] 1193
@@ -35,7 +35,7 @@ def test_split_by_colour_matches_cutechess_report() -> None:
         + _games("master", "dev", 468, 567, 157)  # dev second to move, wins as "white"
         + [GameOutcome("other", "master", "black"), GameOutcome("dev", "master", None)]
     )
-    split = split_by_colour(games, "dev")
+    split = split_by_color(games, "dev")
     assert split.as_black == Wdl(wins=519, losses=495, draws=179)
     assert split.as_white == Wdl(wins=567, losses=468, draws=157)
     assert split.overall == Wdl(wins=1086, losses=963, draws=336)
@@ -46,13 +46,13 @@ def test_split_by_colour_matches_cutechess_report() -> None:
     assert overall.error == pytest.approx(12.9, abs=0.05)
     assert 100 * overall.los == pytest.approx(99.7, abs=0.05)
     # The opponent's view is the mirror image; a filter on the opponent drops "other".
-    assert split_by_colour(games, "master", opponent="dev").overall == split.overall.flipped()
+    assert split_by_color(games, "master", opponent="dev").overall == split.overall.flipped()
 
 
 def test_jigo_is_a_draw_for_both_sides() -> None:
     games = [GameOutcome("a", "b", "draw"), GameOutcome("b", "a", "draw")]
-    assert split_by_colour(games, "a").overall == Wdl(draws=2)
-    assert split_by_colour(games, "b").as_black == Wdl(draws=1)
+    assert split_by_color(games, "a").overall == Wdl(draws=2)
+    assert split_by_color(games, "b").as_black == Wdl(draws=1)
 
 
 def test_pentanomial_from_pairs() -> None:

@@ -175,7 +175,7 @@ def test_bounds_and_decisions() -> None:
     assert empty.llr == 0.0 and empty.decision is None
 
 
-def test_colour_swapped_pairs_count_as_one_sample_each() -> None:
+def test_color_swapped_pairs_count_as_one_sample_each() -> None:
     # Flipping the counts is the same test from the other side: LLR(H1: +e) for the
     # flipped counts equals LLR for the original with the hypotheses mirrored.
     p = Pentanomial.from_counts([10, 20, 40, 25, 15])

@@ -92,8 +92,8 @@ def off_centre(size: int, px: int, row: int, col: int) -> tuple[int, int]:
 def board_with(size: int, **stones: str) -> np.ndarray:
     """A board from GTP vertices: board_with(19, black="A19 D4", white="T1")."""
     board = np.zeros((size, size), np.uint8)
-    for colour, value in (("black", 1), ("white", 2)):
-        for vertex in stones.get(colour, "").split():
+    for color, value in (("black", 1), ("white", 2)):
+        for vertex in stones.get(color, "").split():
             board.flat[from_gtp(vertex, size)] = value
     return board
 
@@ -207,18 +207,18 @@ def test_side_labels_put_the_two_digit_number_at_the_top(size: int) -> None:
             assert (band.astype(np.int32).sum(axis=2) < 3 * 120).any()
 
 
-@pytest.mark.parametrize("colour,vertices", [(1, ("D4", "F4")), (2, ("D4", "F4"))])
-def test_last_move_dot_shows_on_either_colour(colour: int, vertices: tuple[str, str]) -> None:
+@pytest.mark.parametrize("color,vertices", [(1, ("D4", "F4")), (2, ("D4", "F4"))])
+def test_last_move_dot_shows_on_either_color(color: int, vertices: tuple[str, str]) -> None:
     board = np.zeros((19, 19), np.uint8)
     marked, plain = (from_gtp(vertex, 19) for vertex in vertices)
-    board.flat[[marked, plain]] = colour
+    board.flat[[marked, plain]] = color
     image = decode(render_png(board, marked))
     xs, ys = grid(19, 512)
     at_marked = image[ys[marked // 19], xs[marked % 19]]
     at_plain = image[ys[plain // 19], xs[plain % 19]]
     assert not np.array_equal(at_marked, at_plain)
     assert is_red(at_marked) and not is_red(at_plain)
-    stone = is_black_stone if colour == 1 else is_white_stone
+    stone = is_black_stone if color == 1 else is_white_stone
     assert stone(image[off_centre(19, 512, marked // 19, marked % 19)])
 
 
@@ -271,14 +271,14 @@ def test_real_games_replayed_move_by_move_match_sgfmill_everywhere() -> None:
         size = game.get_size()
         start, plays = sgf_moves.get_setup_and_moves(game)
         theirs = boards.Board(size)
-        for colour, (row, col) in start.list_occupied_points():
-            theirs.play(row, col, colour)
+        for color, (row, col) in start.list_occupied_points():
+            theirs.play(row, col, color)
         spots = [off_centre(size, 512, r, c) for r in range(size) for c in range(size)]
         ys, xs = (list(axis) for axis in zip(*spots, strict=True))
-        for colour, move in plays[:120]:
+        for color, move in plays[:120]:
             last_move = PASS
             if move is not None:
-                theirs.play(move[0], move[1], colour)
+                theirs.play(move[0], move[1], color)
                 last_move = (size - 1 - move[0]) * size + move[1]  # sgfmill row 0 is the bottom
             ours = np.zeros((size, size), np.uint8)
             for stone, (row, col) in theirs.list_occupied_points():
@@ -331,12 +331,12 @@ def test_mark_draws_a_ring_or_a_cross_on_a_copy() -> None:
         rgb = patch.reshape(-1, 3).astype(np.int32)
         return bool(((rgb[:, 2] > 200) & (rgb[:, 0] < 60)).any())
 
-    ringed = mark(image, target, 19, colour=(0, 150, 255))
+    ringed = mark(image, target, 19, color=(0, 150, 255))
     assert np.array_equal(image, before)
     reach = int(step * 0.42)
     assert blue(ringed[y - 2:y + 3, x + reach - 2:x + reach + 3])  # on the ring
     assert not blue(ringed[y - 2:y + 3, x - 2:x + 3])  # the middle stays clear
-    crossed = mark(image, (15, 15), 19, colour=(0, 150, 255), cross=True)
+    crossed = mark(image, (15, 15), 19, color=(0, 150, 255), cross=True)
     assert blue(crossed[y - 2:y + 3, x - 2:x + 3])
     assert not blue(crossed[y - 2:y + 3, x + reach - 2:x + reach + 3])
 

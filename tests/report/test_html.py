@@ -80,11 +80,11 @@ def test_charts_are_drawn(page: Path, tmp_path: Path) -> None:
     shot = tmp_path / "shot.png"
     result = chromium(tmp_path, "--window-size=800,4000", f"--screenshot={shot}", page.as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
-    colours = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20)
-    counts = {rgb: n for n, rgb in colours}
+    colors = Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20)
+    counts = {rgb: n for n, rgb in colors}
 
-    def pixels(hex_colour: str) -> int:
-        rgb = tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    def pixels(hex_color: str) -> int:
+        rgb = tuple(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
         return counts.get(rgb, 0)
 
     # the Elo line and length bars (blue), wins (green) and losses (red) are painted

@@ -109,7 +109,7 @@ def test_elo_los_and_nelo_by_hand(run_dir: Path, tmp_path: Path) -> None:
     assert h2h["curve"][0] == {"games": 1, "elo": "+inf", "low": None, "high": None}
 
 
-def test_colour_split(run_dir: Path, tmp_path: Path) -> None:
+def test_color_split(run_dir: Path, tmp_path: Path) -> None:
     alpha = write_report([run_dir], tmp_path / "out")["players"]["alpha"]
     # alpha is Black in 1, 3, 5, 7 (won) and 9 (lost); White in 2, 4, 6 (won), 8, 10 (lost)
     assert alpha["as_black"] == {"games": 5, "wins": 4, "losses": 1, "draws": 0}

@@ -46,9 +46,9 @@ def asked_by_sgfmill(run_dir: Path, journal: list[dict]) -> dict[str, int]:
         game = sgf.Sgf_game.from_bytes((folder / record["sgf"]).read_bytes())
         names = {"b": record["black"], "w": record["white"]}
         for node in game.get_main_sequence()[1:]:
-            colour, _ = node.get_move()
-            if colour and not node.has_property("GOXIXSRC"):
-                asked[names[colour]] += 1
+            color, _ = node.get_move()
+            if color and not node.has_property("GOXIXSRC"):
+                asked[names[color]] += 1
         for name, reasons in record["fallbacks"].items():
             asked[name] += sum(reasons.values())
         if game.get_root().get("RE").endswith("+R"):

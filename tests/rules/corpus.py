@@ -8,10 +8,10 @@ from pathlib import Path
 
 from sgfmill import sgf
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
-from orchestrator.rules import BLACK, WHITE
 
-COLOURS = {"b": BLACK, "w": WHITE}
+COLORS = {"b": BLACK, "w": WHITE}
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,9 @@ def main_line(path: Path) -> Record:
     for node in game.get_main_sequence():
         if node is not root and node.has_setup_stones():
             raise ValueError(f"{path.name}: setup after the root")
-        colour, rc = node.get_move()
-        if colour is not None:
-            moves.append((COLOURS[colour], to_point(rc, size)))
+        color, rc = node.get_move()
+        if color is not None:
+            moves.append((COLORS[color], to_point(rc, size)))
     try:
         komi = game.get_komi()
     except ValueError:

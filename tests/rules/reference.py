@@ -9,12 +9,12 @@ from functools import cache
 
 from sgfmill import boards
 
+from orchestrator.color import BLACK, EMPTY, WHITE
 from orchestrator.coords import PASS
-from orchestrator.rules import BLACK, EMPTY, WHITE
 from orchestrator.rules.board import zobrist_table
 
-SGFMILL_COLOUR = {BLACK: "b", WHITE: "w"}
-OUR_COLOUR = {"b": BLACK, "w": WHITE}
+SGFMILL_COLOR = {BLACK: "b", WHITE: "w"}
+OUR_COLOR = {"b": BLACK, "w": WHITE}
 
 
 @cache
@@ -102,7 +102,7 @@ class SgfmillReferee:
         if self.board.get(row, col) is not None:
             return "occupied", None, None
         after = self.board.copy()
-        ko = after.play(row, col, SGFMILL_COLOUR[color])
+        ko = after.play(row, col, SGFMILL_COLOR[color])
         if after.get(row, col) is None:
             return "suicide", None, None
         if self._key(after) in self.seen:
@@ -115,6 +115,6 @@ class SgfmillReferee:
 
     def stones(self) -> list[int]:
         stones = [EMPTY] * (self.size * self.size)
-        for colour, (row, col) in self.board.list_occupied_points():
-            stones[(self.size - 1 - row) * self.size + col] = OUR_COLOUR[colour]
+        for color, (row, col) in self.board.list_occupied_points():
+            stones[(self.size - 1 - row) * self.size + col] = OUR_COLOR[color]
         return stones

@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from orchestrator.color import BLACK, EMPTY, WHITE
 from orchestrator.coords import PASS, from_gtp
 from orchestrator.rules import (
-    BLACK,
-    EMPTY,
-    WHITE,
     Board,
     Game,
     IllegalMove,
@@ -370,9 +368,9 @@ def test_to_array_and_position_key():
     assert board.copy().position_key(WHITE) == board.position_key(WHITE)
     # A ko point is part of the identity: the same stones without it are another position.
     ko = Board(5)
-    for colour, vertex in [(BLACK, "B5"), (WHITE, "C5"), (BLACK, "A4"), (WHITE, "D4"),
+    for color, vertex in [(BLACK, "B5"), (WHITE, "C5"), (BLACK, "A4"), (WHITE, "D4"),
                            (BLACK, "B3"), (WHITE, "C3"), (WHITE, "B4"), (BLACK, "C4")]:
-        ko.play(colour, from_gtp(vertex, 5))
+        ko.play(color, from_gtp(vertex, 5))
     assert ko.ko_point == from_gtp("B4", 5)
     no_ko = ko.copy()
     no_ko.ko_point = None

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import from_gtp
-from orchestrator.rules import BLACK, WHITE, Board, tromp_taylor
+from orchestrator.rules import Board, tromp_taylor
 from orchestrator.rules.estimate import Estimate, estimate
 from tests.rules.diagram import board_from
 from tests.rules.test_scoring import NEUTRAL, SPLIT

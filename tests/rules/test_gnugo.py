@@ -7,8 +7,9 @@ import random
 
 import pytest
 
+from orchestrator.color import BLACK, EMPTY, WHITE
 from orchestrator.coords import from_gtp, to_gtp
-from orchestrator.rules import BLACK, EMPTY, WHITE, Board, Game
+from orchestrator.rules import Board, Game
 from tests.conftest import REAL_SGF, requires_gnugo, requires_real_sgf
 from tests.rules.corpus import Record, main_line, sgf_files
 from tests.rules.gnugo import GnuGo

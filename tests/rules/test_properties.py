@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
-from orchestrator.rules import BLACK, WHITE, Board, IllegalMove
+from orchestrator.rules import Board, IllegalMove
 from orchestrator.rules.estimate import estimate
 from orchestrator.rules.tactics import Tactics, classify
 from tests.rules.reference import SgfmillReferee, adjacent, flood_groups, zobrist_hash

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.color import BLACK, EMPTY, WHITE
 from orchestrator.coords import from_gtp
-from orchestrator.rules import BLACK, EMPTY, WHITE, Board, result_string, tromp_taylor
+from orchestrator.rules import Board, result_string, tromp_taylor
 from tests.rules.diagram import board_from
 
 # Black: 7 stones + A5, A3, A1 = 10. White: 7 stones + 6 (top right) + 2 (bottom right) = 15.

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS, from_gtp
-from orchestrator.rules import BLACK, WHITE, SuicideError
+from orchestrator.rules import SuicideError
 from orchestrator.rules.tactics import Tactics, classify
 from tests.rules.diagram import board_from
 

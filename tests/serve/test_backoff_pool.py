@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import trio
 
+from orchestrator.color import BLACK
 from orchestrator.players.base import ConnectionFailed, EndpointDown
 from orchestrator.players.go19 import Go19Endpoint
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import BLACK
 from orchestrator.serve import ServerStats
 
 from .conftest import (

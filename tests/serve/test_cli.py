@@ -10,12 +10,12 @@ from contextlib import asynccontextmanager
 import numpy as np
 import trio
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import from_gtp
 from orchestrator.players.go19 import Go19Endpoint
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.player_pool import PlayerPool
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.serve import PlayerEngine
 
 from ..conftest import GNUGO, REPO, requires_gnugo
@@ -61,9 +61,9 @@ def capture_position() -> np.ndarray:
     board = np.zeros((19, 19), dtype=np.uint8)
     black = "B19 C19 D19 E19 A18 E18 A17 E17 A16 E16 A15 B15 C15 D15 E15 D4 Q16"
     white = ("F19 F18 F17 F16 F15 F14 A14 B14 C14 D14 E14 B18 C18 D18 B17 D17 B16 C16 D16 Q4")
-    for vertices, colour in ((black, BLACK), (white, WHITE)):
+    for vertices, color in ((black, BLACK), (white, WHITE)):
         for vertex in vertices.split():
-            board.flat[from_gtp(vertex, 19)] = colour
+            board.flat[from_gtp(vertex, 19)] = color
     return board
 
 

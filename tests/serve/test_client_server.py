@@ -10,11 +10,11 @@ import pytest
 import trio
 from PIL import Image
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS, from_gtp
-from orchestrator.players.base import ConnectionFailed, ErrorReply, ProtocolViolation
+from orchestrator.players.base import ConnectionFailed, ProtocolViolation, RefusedMove
 from orchestrator.players.go19 import Go19Connection, Go19Endpoint, Go19Player
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import BLACK, WHITE
 from orchestrator.rules.game import Game
 from orchestrator.serve import HeuristicEngine, RandomEngine, ServerStats
 
@@ -40,7 +40,7 @@ def request_for(board: np.ndarray, color: int) -> wire.Request:
     return wire.Request(board.shape[0], color, b"", board.astype(np.uint8).tobytes())
 
 
-async def test_player_round_trip_keeps_orientation_and_colour(nursery) -> None:
+async def test_player_round_trip_keeps_orientation_and_color(nursery) -> None:
     engine = RecordingEngine(answer="D4")
     port = await start_server(nursery, engine)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
@@ -120,7 +120,7 @@ async def test_error_reply_becomes_player_error_reply(nursery) -> None:
 
     port = await ScriptedServer(refuse).start(nursery)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
-        with pytest.raises(ErrorReply, match="r5: model not ready"):
+        with pytest.raises(RefusedMove, match="r5: model not ready"):
             await Go19Player(endpoint, "r5").genmove(Game())
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import trio
 
+from orchestrator.color import BLACK
 from orchestrator.players.base import ConnectionFailed
 from orchestrator.players.go19 import Go19Connection, Go19Endpoint
 from orchestrator.protocol import go19 as wire
-from orchestrator.rules.board import BLACK
 
 from .conftest import LOCALHOST, ScriptedServer, move_bytes
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from sgfmill import sgf as sgfmill_sgf
 from sgfmill import sgf_grammar
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.files import read_sgf_file
-from orchestrator.rules import BLACK, WHITE
 from orchestrator.rules.replay import IllegalMoveInRecord, replay, replay_positions
 from orchestrator.sgf import (
     EmptyFile,
@@ -112,12 +112,12 @@ def test_main_lines_match_sgfmill(corpus) -> None:
                         sorted(_our_point(p, size) for p in white),
                         sorted(_our_point(p, size) for p in empty),
                     ))
-                colour, rc = node.get_move()
-                if colour is not None:
-                    moves.append((BLACK if colour == "b" else WHITE, _our_point(rc, size)))
+                color, rc = node.get_move()
+                if color is not None:
+                    moves.append((BLACK if color == "b" else WHITE, _our_point(rc, size)))
                 # A node with both B and W (buzco1 ends "B[tt]W[tt]"): sgfmill's
                 # get_move gives B only; we read both moves, B first.
-                if colour == "b" and node.has_property("W"):
+                if color == "b" and node.has_property("W"):
                     moves.append((WHITE, _our_point(node.get("W"), size)))
             assert [(m.color, m.point) for m in ours.moves] == moves, name
             assert [

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.files import read_sgf_file
-from orchestrator.rules import BLACK, WHITE
 from orchestrator.rules.replay import IllegalMoveInRecord, IllegalSetup, replay, replay_positions
 from orchestrator.sgf import (
     CorruptCoordinate,
@@ -285,7 +285,8 @@ def test_replay_stops_at_the_illegal_move_with_its_number() -> None:
             seen.append(number)
             assert live.to_play == move.color
     assert seen == [1, 2, 3, 4, 5]
-    assert (info.value.move, info.value.rule, info.value.kind) == (5, "suicide", "illegal:suicide")
+    error = info.value
+    assert (error.move, error.rule, error.reason) == (5, "suicide", "illegal:suicide")
     assert "move 5 W[aa]" in str(info.value)
 
 
@@ -301,7 +302,7 @@ def test_replay_rejects_setup_without_liberties() -> None:
         replay(game)
 
 
-def test_replay_plays_the_same_colour_twice_when_recorded() -> None:
+def test_replay_plays_the_same_color_twice_when_recorded() -> None:
     game = one(b"(;SZ[9];B[aa];B[bb];W[cc])")
     final = replay(game)
     assert [m.color for m in final.moves] == [BLACK, BLACK, WHITE]

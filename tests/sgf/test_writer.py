@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from sgfmill import sgf as sgfmill_sgf
 
 from orchestrator import __version__
+from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.files import read_sgf_file
-from orchestrator.rules import BLACK, WHITE
 from orchestrator.sgf import (
     END_PROP,
     RUN_PROP,

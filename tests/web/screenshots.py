@@ -87,7 +87,7 @@ def play_scenes(loop: TrioLoop, driver, out: Path, recordings: Path) -> None:
 
     slow, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=5), "127.0.0.1", 0,
                                  delay_ms=30))
-    configure(driver, "av", port1=slow, auto_reconnect1=False, colour="white")
+    configure(driver, "av", port1=slow, auto_reconnect1=False, color="white")
     press(driver, "new")
     wait_for(driver, lambda d: "AI vs VLM" in text(d, "players") and moves(d) >= 50)
     driver.save_screenshot(str(out / "play-ai-vs-vlm.png"))

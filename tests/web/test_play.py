@@ -143,7 +143,7 @@ def test_human_vs_vlm_live_server_then_stopped_server(loop, play, driver):
     assert label.text.startswith(f"● FAILED 127.0.0.1:{port}")
 
 
-def test_check_connection_colours_and_reconnect_countdown(loop, play, driver):
+def test_check_connection_colors_and_reconnect_countdown(loop, play, driver):
     port = free_port()
     configure(driver, "hv", host1="127.0.0.1", port1=port, timeout=2)
     label = driver.find_element(By.ID, "server1-label")

@@ -11,10 +11,11 @@ import trio
 import trio.testing
 
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
+from orchestrator.color import BLACK
 from orchestrator.coords import PASS, from_gtp
-from orchestrator.players.base import ErrorReply
+from orchestrator.players.base import RefusedMove
 from orchestrator.players.heuristic import HeuristicPlayer
-from orchestrator.rules import BLACK, Game
+from orchestrator.rules import Game
 from orchestrator.serve import HeuristicEngine, serve_go19
 from orchestrator.sgf import read_games
 from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
@@ -30,7 +31,7 @@ async def until(session: PlaySession, predicate) -> None:
 
 
 def settings(**changes) -> dict:
-    base = {"mode": "hh", "colour": "black", "host1": "127.0.0.1", "port1": 5019, "host2": "",
+    base = {"mode": "hh", "color": "black", "host1": "127.0.0.1", "port1": 5019, "host2": "",
             "port2": None, "timeout": 5, "komi": 2.5, "training": True, "auto_restart": False,
             "auto_reconnect1": False, "auto_reconnect2": False}
     return {**base, **changes}
@@ -93,7 +94,7 @@ async def test_retaking_a_ko_at_once_is_refused_as_superko(tmp_path):
 async def test_human_as_white_against_the_ai_waits_for_blacks_first_move(tmp_path):
     async with trio.open_nursery() as nursery:
         session = PlaySession(nursery, tmp_path)
-        session.handle({"type": "new", "settings": settings(mode="ha", colour="white")})
+        session.handle({"type": "new", "settings": settings(mode="ha", color="white")})
         await until(session, lambda: session.waiting_human)
         game = session.live.game
         assert game.move_number == 1 and game.moves[0].color == BLACK
@@ -110,7 +111,7 @@ async def test_a_vlm_that_cannot_be_reached_falls_back_marked(tmp_path):
         await until(session, lambda: session.waiting_human)
         session.handle({"type": "click", "point": from_gtp("Q16", 19)})
         await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
-        assert session.checks[1].colour == RED
+        assert session.checks[1].color == RED
         assert session.snapshot()["game"]["fallbacks"] == [session.live.game.moves[1].point]
         session.handle({"type": "resign"})
         await until(session, lambda: bool(session.saved))
@@ -180,7 +181,7 @@ class Counting:
         return None
 
 
-async def test_vlm_vs_vlm_on_two_servers_asks_each_for_its_colour(tmp_path):
+async def test_vlm_vs_vlm_on_two_servers_asks_each_for_its_color(tmp_path):
     first, second = Counting(), Counting()
     async with trio.open_nursery() as nursery:
         port1 = await nursery.start(partial(serve_go19, first, "127.0.0.1", 0))
@@ -211,10 +212,10 @@ async def test_reconnect_countdown_backs_off_and_gives_up_after_six(loopback_clo
     check: ServerCheck
 
     def changed() -> None:
-        labels.append((check.label, check.colour))
+        labels.append((check.label, check.color))
 
     check = ServerCheck(changed, lambda: None)
-    assert (check.label, check.colour) == ("● unchecked", GREY)
+    assert (check.label, check.color) == ("● unchecked", GREY)
     port = free_port()
     async with trio.open_nursery() as nursery:
         check.check(nursery, "127.0.0.1", port, 2.0, auto=True)
@@ -226,7 +227,7 @@ async def test_reconnect_countdown_backs_off_and_gives_up_after_six(loopback_clo
     for n, delay in zip(range(1, 6), (1.5, 3.0, 4.5, 6.0, 7.5), strict=True):
         assert waits[n][0] == f"● reconnect wait #{n} — {delay:.1f} s (127.0.0.1:{port})"
         assert len(waits[n]) == math.ceil(delay / 0.25)  # the label counts down every 0.25 s
-    assert all(colour == AMBER for text, colour in labels if "reconnect wait" in text)
+    assert all(color == AMBER for text, color in labels if "reconnect wait" in text)
     assert labels[-1][1] == RED and "gave up after 6 failures" in labels[-1][0]
     assert check.failures == 6
     assert trio.current_time() - clock_start >= 1.5 + 3 + 4.5 + 6 + 7.5
@@ -239,7 +240,7 @@ async def test_the_watch_page_counts_the_referees_fallback_events():
         name = "broken"
 
         async def genmove(self, game: Game) -> int:
-            raise ErrorReply("broken: no")
+            raise RefusedMove("broken: no")
 
         async def aclose(self) -> None:
             return None

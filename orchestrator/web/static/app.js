@@ -59,7 +59,7 @@ function start(type) {
 function formSettings() {
   const port2 = $("port2").value.trim();
   return {
-    mode: $("mode").value, colour: $("colour").value,
+    mode: $("mode").value, color: $("colour").value,
     host1: $("host1").value.trim(), port1: Number($("port1").value),
     host2: $("host2").value.trim(), port2: port2 === "" ? null : Number(port2),
     timeout: Number($("timeout").value), komi: Number($("komi").value),
@@ -69,7 +69,7 @@ function formSettings() {
 }
 
 function fillForm(s) {
-  $("mode").value = s.mode; $("colour").value = s.colour;
+  $("mode").value = s.mode; $("colour").value = s.color;
   $("host1").value = s.host1; $("port1").value = s.port1;
   $("host2").value = s.host2; $("port2").value = s.port2 === null ? "" : s.port2;
   $("timeout").value = s.timeout; $("komi").value = s.komi;

@@ -29,8 +29,12 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.coords import GTP_COLUMNS
-from orchestrator.dataset.samples import SIZE
-from orchestrator.dataset.shards import DatasetError
+
+SIZE = 19  # the board the template speaks of: go19's datasets and players are 19x19
+
+
+class PromptError(ValueError):
+    """A template that cannot be used; ``str()`` is one line naming its file."""
 
 PLACEHOLDERS = (
     "side", "side_lower", "side_letter", "opponent", "move_number", "komi", "board_size",
@@ -46,7 +50,7 @@ _STONE_CHARS = np.frombuffer(b".XO", np.uint8)
 
 
 def default_template() -> str:
-    return resources.files("orchestrator.dataset").joinpath("prompt.txt").read_text("utf-8")
+    return resources.files("orchestrator.prompt").joinpath("default.txt").read_text("utf-8")
 
 
 def read_template(path: Path | None) -> str:
@@ -57,10 +61,10 @@ def read_template(path: Path | None) -> str:
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise DatasetError(f"{path}: cannot read the prompt template: "
+            raise PromptError(f"{path}: cannot read the prompt template: "
                                f"{exc.strerror or exc}") from None
         except UnicodeDecodeError:
-            raise DatasetError(f"{path}: the prompt template is not UTF-8 text") from None
+            raise PromptError(f"{path}: the prompt template is not UTF-8 text") from None
     check_template(text, str(path or "default prompt"))
     return text.strip()
 
@@ -69,14 +73,14 @@ def check_template(text: str, where: str) -> None:
     try:
         fields = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
     except ValueError as exc:
-        raise DatasetError(f"{where}: bad prompt template: {exc} (write a literal brace "
+        raise PromptError(f"{where}: bad prompt template: {exc} (write a literal brace "
                            "as {{ or }})") from None
     for name in fields:
         if name not in PLACEHOLDERS:
-            raise DatasetError(f"{where}: unknown placeholder {{{name}}} in the prompt "
+            raise PromptError(f"{where}: unknown placeholder {{{name}}} in the prompt "
                                f"template (known: {', '.join(PLACEHOLDERS)})")
     if not text.strip():
-        raise DatasetError(f"{where}: the prompt template is empty")
+        raise PromptError(f"{where}: the prompt template is empty")
 
 
 def uses_board(text: str) -> bool:

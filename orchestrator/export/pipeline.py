@@ -8,7 +8,7 @@ and ms-swift. docs/formats.md ("Exports") is the contract.
 
 Steps: read the dataset's manifest and game table and check every shard's sha256 (before
 anything is written); cut each dataset shard into chunks of at most ``shard_size`` rows,
-one output shard each; run :func:`.export_write.export_chunk` on the chunks in
+one output shard each; run :func:`.chunk.export_chunk` on the chunks in
 ``workers`` processes (results in order, so the output is the same for any count); write
 ``manifest.json`` (and for jsonl ``dataset_info.json``); sync and rename the folder into
 place. Nothing appears at ``out`` until the export is complete.
@@ -32,9 +32,6 @@ import numpy as np
 
 from orchestrator import __version__
 from orchestrator.coords import MOVE_TEXTS
-from orchestrator.dataset.export_games import DEFAULT_IMAGE_PX
-from orchestrator.dataset.export_write import DATA, IMAGES_PER_FOLDER, export_chunk, pq
-from orchestrator.dataset.prompt import check_template, default_template
 from orchestrator.dataset.shards import (
     MANIFEST,
     DatasetError,
@@ -42,7 +39,10 @@ from orchestrator.dataset.shards import (
     load_games,
     read_manifest,
 )
+from orchestrator.export.chunk import DATA, IMAGES_PER_FOLDER, export_chunk, pq
+from orchestrator.export.games import DEFAULT_IMAGE_PX
 from orchestrator.files import atomic_write, publish_dir
+from orchestrator.prompt import PromptError, check_template, default_template
 from orchestrator.render import RenderError, point_center
 
 FORMAT = "go19-export/1"
@@ -80,7 +80,10 @@ class ExportOptions:
                 raise DatasetError(f"--image-px: {exc}") from None
         if not self.template:
             object.__setattr__(self, "template", default_template().strip())
-        check_template(self.template, self.prompt_file or "prompt template")
+        try:
+            check_template(self.template, self.prompt_file or "prompt template")
+        except PromptError as exc:
+            raise DatasetError(str(exc)) from None
         if self.format == "parquet" and pq is None:
             raise DatasetError("parquet export needs pyarrow: pip install 'go19[export]' "
                                "(or use --format jsonl)")

@@ -8,7 +8,7 @@ checking the shard's sha256 again, and writes only inside ``out``.
 
 Per sample: the picture is :func:`orchestrator.render.render_png` of the board before the
 move, with the previous move marked and at the size the player to move saw (see
-:mod:`.export_games`), the bytes the GO19 client sends; the prompt is the template filled
+:mod:`.games`), the bytes the GO19 client sends; the prompt is the template filled
 in (:mod:`.prompt`); the answer is :func:`orchestrator.coords.move_to_text` of ``move``.
 
 Formats:
@@ -37,11 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from orchestrator.coords import from_index, move_to_text
-from orchestrator.dataset.export_games import NO_LAST, GameContext, game_context
-from orchestrator.dataset.prompt import fill, uses_board
-from orchestrator.dataset.samples import SIZE
 from orchestrator.dataset.shards import FIELDS, read_shard
+from orchestrator.export.games import NO_LAST, GameContext, game_context
 from orchestrator.files import sha256_file
+from orchestrator.positions.samples import SIZE
+from orchestrator.prompt import fill, uses_board
 from orchestrator.render import render_png
 
 try:

@@ -18,9 +18,9 @@ import trio
 
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.dataset import build, load, load_games
-from orchestrator.dataset.export import ExportOptions, export
+from orchestrator.export.pipeline import ExportOptions, export
 from orchestrator.serve import HeuristicEngine, serve_go19
-from tests.dataset.export_checks import decode, orientation_faults, parquet_rows
+from tests.export.export_checks import decode, orientation_faults, parquet_rows
 
 pytest.importorskip("pyarrow", reason="pyarrow (the `export` extra) not installed")
 

@@ -10,7 +10,7 @@ The regex stays the reference: without numba, and for any text where a token wou
 start with a non-ASCII character (the regex's ``\\s`` and ``str.isalpha`` know Unicode,
 this loop does not), :func:`main_lines` is the grammar's own. Non-ASCII characters
 inside ``[values]`` are fine: both read them the same way. tests/dataset/
-test_fastparse.py checks the two agree on the whole real corpus and on random text.
+tests/sgf/test_fastgrammar.py checks the two agree on the whole real corpus and on random text.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The compiled main-line reader (orchestrator.dataset.fastparse) gives the grammar's
+"""The compiled main-line reader (orchestrator.sgf.fastgrammar) gives the grammar's
 nodes, in the same order, or its error, for every text: the whole real corpus and
 random SGF-like text full of runs, time-left properties, escapes, unclosed values,
 variations, lower-case names, stray and non-ASCII characters and Unicode spaces."""
@@ -9,14 +9,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.dataset import fastparse
 from orchestrator.dataset.sources import find_sgf_files
 from orchestrator.files import read_sgf_file
-from orchestrator.sgf import SgfError, decode_text, grammar
+from orchestrator.sgf import SgfError, decode_text, fastgrammar, grammar
 from tests.conftest import REAL_SGF, requires_real_sgf
 
 pytestmark = pytest.mark.skipif(
-    not fastparse.ENABLED,
+    not fastgrammar.ENABLED,
     reason="numba is not installed (pip install 'go19[fast]'): the regex is all there is")
 
 
@@ -32,7 +31,7 @@ def _outcome(lines, text: str) -> object:
 
 def _assert_same(text: str) -> object:
     expected = _outcome(grammar.main_lines, text)
-    assert _outcome(fastparse.main_lines, text) == expected
+    assert _outcome(fastgrammar.main_lines, text) == expected
     return expected
 
 
@@ -49,10 +48,10 @@ def test_whole_real_corpus() -> None:
             expected = [(g, g.sha1, g.game_index) for g in read_sgf_file(path)]
         except SgfError as exc:
             with pytest.raises(type(exc)) as raised:
-                read_sgf_file(path, lines=fastparse.main_lines)
+                read_sgf_file(path, lines=fastgrammar.main_lines)
             assert str(raised.value) == str(exc)
             continue
-        fast = read_sgf_file(path, lines=fastparse.main_lines)
+        fast = read_sgf_file(path, lines=fastgrammar.main_lines)
         assert [(g, g.sha1, g.game_index) for g in fast] == expected, path
         assert [list(g.root_props) for g in fast] == [list(g.root_props) for g, _, _ in expected]
     assert games > 800 and truncated >= 1

@@ -3,7 +3,7 @@
 A game is read with :func:`orchestrator.files.read_sgf_file` and replayed with
 :func:`orchestrator.rules.replay.replay_positions`, the code ``go19 replay`` runs, so a game
 is rejected here exactly when ``go19 replay --require-19`` rejects it and for the same
-reason (:attr:`SgfError.kind`). Every move of a game that replays to the end becomes
+reason (:attr:`SgfError.reason`). Every move of a game that replays to the end becomes
 one row of :class:`Positions`; choosing which rows become samples happens later, in
 the build's single process, so that the output does not depend on the worker count.
 
@@ -81,7 +81,7 @@ class GameRead:
     game_index: int | None  # None when the file itself could not be read
     status: str  # "ok", "rejected", "void" or "skipped"
     sha1: str | None = None
-    reason: str | None = None  # rejected: SgfError.kind, as go19 replay reports it
+    reason: str | None = None  # rejected: SgfError.reason, as go19 replay reports it
     detail: str | None = None
     at_move: int | None = None
     black: str = ""
@@ -202,11 +202,11 @@ def _game_read(path: str, game: SgfGame, nodes: list[Node] | None = None) -> Gam
     )
     if props.get(VOID_PROP, "").strip() not in ("", "0"):
         return GameRead(status="void", **common)
-    from orchestrator.dataset.fastreplay import positions as fast  # _positions, compiled
+    from orchestrator.positions.fastreplay import positions as fast  # _positions, compiled
     try:
         positions = fast(game, nodes)
     except SgfError as exc:
-        return GameRead(status="rejected", reason=exc.kind, detail=exc.reason,
+        return GameRead(status="rejected", reason=exc.reason, detail=exc.detail,
                         at_move=getattr(exc, "move", None), **common)
     if len(positions) > MAX_MOVE_NUMBER:
         # Far beyond any move cap; int16 move numbers would wrap. Legal, so not "rejected".
@@ -217,10 +217,11 @@ def _game_read(path: str, game: SgfGame, nodes: list[Node] | None = None) -> Gam
 def read_file(path: str | Path) -> list[GameRead]:
     """Every game of one SGF file, replayed; a file that cannot be read is one
     rejected entry with the reason ``go19 replay --require-19`` gives."""
-    from orchestrator.dataset import fastparse, fastreplay  # fastreplay imports this module
+    from orchestrator.positions import fastreplay  # fastreplay imports this module
+    from orchestrator.sgf import fastgrammar
     path = str(path)
     trees: list[list[Node]] = []
-    step2 = fastparse.main_lines if fastreplay.ENABLED else main_lines
+    step2 = fastgrammar.main_lines if fastreplay.ENABLED else main_lines
 
     def lines(text: str) -> list[list[Node]]:
         trees.extend(step2(text))  # kept: the compiled replay reads plain moves from them
@@ -229,8 +230,8 @@ def read_file(path: str | Path) -> list[GameRead]:
     try:
         games = read_sgf_file(path, require_size=SIZE, lines=lines)
     except SgfError as exc:
-        return [GameRead(path=path, game_index=None, status="rejected", reason=exc.kind,
-                         detail=exc.reason, at_move=getattr(exc, "move", None))]
+        return [GameRead(path=path, game_index=None, status="rejected", reason=exc.reason,
+                         detail=exc.detail, at_move=getattr(exc, "move", None))]
     return [_game_read(path, game, trees[game.game_index]) for game in games]
 
 

@@ -74,10 +74,10 @@ def game_context(row: dict, image_px: int | None) -> GameContext:
     try:
         games = read_sgf_file(path)
     except Unreadable as exc:
-        raise DatasetError(f"{path}: cannot read the game's SGF ({exc.reason}); the export "
+        raise DatasetError(f"{path}: cannot read the game's SGF ({exc.detail}); the export "
                            "needs it for the last-move mark and the komi") from None
     except SgfError as exc:
-        raise DatasetError(f"{path}: changed since the dataset was built ({exc.reason})") \
+        raise DatasetError(f"{path}: changed since the dataset was built ({exc.detail})") \
             from None
     if not games or games[0].sha1 != row["sha1"]:
         raise DatasetError(f"{path}: changed since the dataset was built (sha1 differs)")

@@ -19,12 +19,13 @@ import numpy as np
 import pytest
 
 from orchestrator.coords import MOVE_TEXTS, PASS, move_from_text
-from orchestrator.dataset import BuildOptions, DatasetError, build, export_write, load
-from orchestrator.dataset.export import ExportOptions, export
+from orchestrator.dataset import BuildOptions, DatasetError, build, load
+from orchestrator.export import chunk as export_write
+from orchestrator.export.pipeline import ExportOptions, export
 from orchestrator.render import render_image, render_png
 from tests.conftest import REPO
-from tests.dataset.export_checks import BLACK, WHITE, decode, orientation_faults, parquet_rows
 from tests.dataset.games import moves, p, write_game
+from tests.export.export_checks import BLACK, WHITE, decode, orientation_faults, parquet_rows
 
 pytest.importorskip("pyarrow", reason="pyarrow (the `export` extra) not installed")
 
@@ -87,8 +88,8 @@ def test_orientation_end_to_end(dataset, tmp_path) -> None:
             continue
         image = decode(nxt["image"]["bytes"])
         board = data["board"][i + 1]
-        colour = BLACK if this["to_play"] == 1 else WHITE
-        assert board.flat[this["move"]] == colour  # the board agrees (else a capture test)
+        color = BLACK if this["to_play"] == 1 else WHITE
+        assert board.flat[this["move"]] == color  # the board agrees (else a capture test)
         stones = np.flatnonzero(board).tolist()
         empties = [p("K4"), p("C17"), p("S18")]  # empty in every position of both games
         points = sorted({this["move"], *stones, *empties})

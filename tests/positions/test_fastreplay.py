@@ -1,4 +1,4 @@
-"""The compiled replay (orchestrator.dataset.fastreplay) gives the pure path's rows, or
+"""The compiled replay (orchestrator.positions.fastreplay) gives the pure path's rows, or
 its error, for every game: the whole real corpus and random games full of captures, kos,
 suicides, superko repeats and setups."""
 
@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.coords import PASS
-from orchestrator.dataset import fastparse, fastreplay, samples
-from orchestrator.dataset.samples import GameRead, Positions, _positions
 from orchestrator.dataset.sources import find_sgf_files
+from orchestrator.positions import fastreplay, samples
+from orchestrator.positions.samples import GameRead, Positions, _positions
 from orchestrator.rules.board import Board
-from orchestrator.sgf import Setup, SgfError, SgfGame, SgfMove, read_games
+from orchestrator.sgf import Setup, SgfError, SgfGame, SgfMove, fastgrammar, read_games
 from orchestrator.sgf.grammar import Node
 from tests.conftest import REAL_SGF, requires_real_sgf
 
@@ -56,7 +56,7 @@ def _read_with_nodes(data: bytes) -> list[tuple[SgfGame, list[Node]]]:
     trees: list[list[Node]] = []
 
     def lines(text: str) -> list[list[Node]]:
-        trees.extend(fastparse.main_lines(text))
+        trees.extend(fastgrammar.main_lines(text))
         return trees
 
     games = read_games(data, require_size=19, lines=lines)
@@ -121,7 +121,7 @@ def _games(draw: st.DrawFn) -> SgfGame:
     board = Board(19)
     moves: list[SgfMove] = []
     setups: list[Setup] = []
-    colour = 1
+    color = 1
     for _ in range(rng.randrange(200)):
         if rng.random() < 0.005:
             points = rng.sample(_CORNER, rng.randrange(6))
@@ -133,7 +133,7 @@ def _games(draw: st.DrawFn) -> SgfGame:
                 board.setup(setup.black, setup.white, setup.empty)
             except ValueError:
                 break  # an impossible setup: both paths must reject the game
-        legal = [p for p in _CORNER if board.is_legal(colour, p)]
+        legal = [p for p in _CORNER if board.is_legal(color, p)]
         refused = [p for p in _CORNER if not board[p] and p not in legal]  # suicide, superko
         if rng.random() < 0.003:
             point = rng.choice([*_CORNER, PASS])
@@ -141,11 +141,11 @@ def _games(draw: st.DrawFn) -> SgfGame:
             point = rng.choice(refused)
         else:
             point = PASS if rng.random() < 0.05 or not legal else rng.choice(legal)
-        moves.append(SgfMove(colour, point))
-        if not board.is_legal(colour, point):
+        moves.append(SgfMove(color, point))
+        if not board.is_legal(color, point):
             break  # the game ends at its first illegal move: both paths must reject it
-        board.play(colour, point)
-        colour = colour if rng.random() < 0.03 else 3 - colour
+        board.play(color, point)
+        color = color if rng.random() < 0.03 else 3 - color
     return SgfGame(moves=tuple(moves), setup=tuple(setups), sha1="random", game_index=0)
 
 

@@ -1,6 +1,6 @@
 """A compiled replay-and-extract pass for the dataset build (numba, the ``fast`` extra).
 
-:func:`positions` gives exactly :func:`orchestrator.dataset.samples._positions`'s rows
+:func:`positions` gives exactly :func:`orchestrator.positions.samples._positions`'s rows
 (boards before each move, ko points, tactics bits, dedup keys) from one fused loop over
 plain arrays: no ``Board``, ``Group`` or per-move Python objects. The rules are go19's
 (:mod:`orchestrator.rules.board`): occupied points, suicide, captures, positional superko
@@ -10,7 +10,7 @@ The pure path stays the reference: without numba, for boards other than 19x19, a
 every game the kernel finds anything wrong with (an illegal move, an impossible setup),
 :func:`positions` calls ``_positions``, which raises the very error ``go19 replay``
 gives. So the kernel never has to spell an error, and a game the kernel accepts is one
-the reference accepts with the same rows (tests/dataset/test_fastreplay.py checks that
+the reference accepts with the same rows (tests/positions/test_fastreplay.py checks that
 on the whole real corpus and on random games).
 """
 
@@ -26,10 +26,9 @@ from typing import Any
 import numpy as np
 
 from orchestrator.coords import PASS
-from orchestrator.dataset import fastparse
-from orchestrator.dataset.samples import AREA, SIZE, Positions, _positions, origin_of
+from orchestrator.positions.samples import AREA, SIZE, Positions, _positions, origin_of
 from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
-from orchestrator.sgf import Setup, SgfGame, SgfMove
+from orchestrator.sgf import Setup, SgfGame, SgfMove, fastgrammar
 from orchestrator.sgf.grammar import Node
 
 try:
@@ -40,7 +39,7 @@ except ImportError:  # the pure path only
 # GO19_PURE_REPLAY=1 keeps the reference path even with numba installed (to compare).
 ENABLED = njit is not None and os.environ.get("GO19_PURE_REPLAY", "") in ("", "0")
 
-_colour = attrgetter("color")
+_color = attrgetter("color")
 _point = attrgetter("point")
 _source = attrgetter("source")
 
@@ -297,16 +296,16 @@ def _changes(game: SgfGame) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, n
     before = np.array([s.before_move for s in game.setup], np.int64)
     offsets, pts, cols = [0], [], []
     for s in game.setup:
-        for group, colour in ((s.empty, 0), (s.black, 1), (s.white, 2)):
+        for group, color in ((s.empty, 0), (s.black, 1), (s.white, 2)):
             pts += group
-            cols += [colour] * len(group)
+            cols += [color] * len(group)
         offsets.append(len(pts))
     return before, (np.array(offsets, np.int64), np.array(pts, np.int64),
                     np.array(cols, np.uint8))
 
 
 def warm() -> float:
-    """Compile the kernels, the replay's and :mod:`fastparse`'s (once per machine: numba
+    """Compile the kernels, the replay's and :mod:`fastgrammar`'s (once per machine: numba
     caches them) or load them (once per process, a fraction of a second); seconds taken.
     Where numba cannot compile here, the pure path takes over with a warning."""
     global ENABLED
@@ -317,7 +316,7 @@ def warm() -> float:
                               setup=(Setup(0, black=(3,)), Setup(5, white=(4,)))),
                       [{}, ";B[aa];W[ba]"])
             for text in ("(;B[aa])", "(;C[\u00e9])"):  # the build's parse: bytes, code points
-                fastparse.main_lines(text)
+                fastgrammar.main_lines(text)
         except Exception as exc:  # numba installed but unusable on this machine
             ENABLED = False
             warnings.warn(f"go19: the compiled replay is unusable here ({exc}); using the "
@@ -338,7 +337,7 @@ def _moves(game: SgfGame, nodes: list[Node] | None) -> tuple[np.ndarray, np.ndar
             points = np.empty(n, np.int64)
             if _decode(np.frombuffer(runs.encode("ascii"), np.uint8), colors, points) == n:
                 return colors, points, True
-    colors = np.fromiter(map(_colour, game.moves), np.uint8, n)
+    colors = np.fromiter(map(_color, game.moves), np.uint8, n)
     points = np.fromiter(map(_point, game.moves), np.int64, n)
     return colors, points, False
 
