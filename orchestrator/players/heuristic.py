@@ -41,6 +41,7 @@ from orchestrator.color import BLACK, EMPTY, WHITE
 from orchestrator.coords import PASS
 from orchestrator.players.local import LocalPlayer
 from orchestrator.rules.board import Board, Group, IllegalMove, neighbours_table
+from orchestrator.rules.regions import empty_regions
 
 LEVELS = (0, 1, 2)
 
@@ -109,38 +110,6 @@ def settled_limit(size: int) -> int:
     return max(6, size * size // 12)
 
 
-def empty_regions(board: Board) -> tuple[list[int], list[int], list[int]]:
-    """Each empty point's region id (-1 on stones), each region's size, and each
-    region's bordering colours as a bitmask (1 black, 2 white, 3 both)."""
-    stones = board.stones
-    adj = neighbours_table(board.size)
-    region_of = [-1] * board.area
-    sizes: list[int] = []
-    borders: list[int] = []
-    for start in range(board.area):
-        if stones[start] != EMPTY or region_of[start] >= 0:
-            continue
-        rid = len(sizes)
-        region_of[start] = rid
-        stack = [start]
-        count = 0
-        mask = 0
-        while stack:
-            p = stack.pop()
-            count += 1
-            for q in adj[p]:
-                s = stones[q]
-                if s == EMPTY:
-                    if region_of[q] < 0:
-                        region_of[q] = rid
-                        stack.append(q)
-                else:
-                    mask |= s
-        sizes.append(count)
-        borders.append(mask)
-    return region_of, sizes, borders
-
-
 def _adjacent_groups(board: Board, group: Group, color: int) -> list[Group]:
     stones = board.stones
     found: list[Group] = []
@@ -187,7 +156,9 @@ class HeuristicChooser:
         other = 3 - color
         stones = board.stones
         adj = neighbours_table(board.size)
-        region_of, region_size, region_border = empty_regions(board)
+        regions = empty_regions(board)
+        region_of, region_points, region_border = (regions.region_of, regions.points,
+                                                   regions.borders)
         limit = settled_limit(board.size)
         scores = [0.0] * board.area
         forced: set[int] = set()  # captures and rescues: worth playing even in settled regions
@@ -200,7 +171,7 @@ class HeuristicChooser:
         for p in range(board.area):
             if stones[p] != EMPTY:
                 continue
-            if p not in forced and region_size[region_of[p]] <= limit:
+            if p not in forced and len(region_points[region_of[p]]) <= limit:
                 border = region_border[region_of[p]]
                 # Bordered by one colour only (mask 1 or 2): settled.
                 if border == BLACK or border == WHITE:

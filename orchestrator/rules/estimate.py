@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from orchestrator.color import BLACK, WHITE
 from orchestrator.rules.board import Board, Group, IllegalMove, neighbours_table
+from orchestrator.rules.regions import empty_regions
 from orchestrator.rules.scoring import result_string
 
 MANY_LIBERTIES = 10
@@ -78,34 +79,19 @@ class Estimate:
 def _regions(board: Board, lifted: list[bool]) -> list[tuple[list[int], list[Group], bool]]:
     """Maximal regions of empty or lifted (dead) points: their points, the groups
     that border them, and whether every empty point in them touches a stone."""
+    found = empty_regions(board, lifted)
     stones = board.stones
     group_at = board.group_at
     adj = neighbours_table(board.size)
-    seen = [False] * board.area
+    region_of = found.region_of
     regions = []
-    for start in range(board.area):
-        if seen[start] or (stones[start] and not lifted[start]):
-            continue
-        seen[start] = True
-        points = [start]
+    for points, touching in zip(found.points, found.touching, strict=True):
         borders: list[Group] = []
-        seam = True
-        i = 0
-        while i < len(points):
-            p = points[i]
-            i += 1
-            touches = False
-            for q in adj[p]:
-                if stones[q] and not lifted[q]:
-                    touches = True
-                    g = group_at(q)
-                    if g not in borders:
-                        borders.append(g)
-                elif not seen[q]:
-                    seen[q] = True
-                    points.append(q)
-            if not touches and not stones[p]:
-                seam = False
+        for q in touching:
+            g = group_at(q)
+            if g not in borders:
+                borders.append(g)
+        seam = all(any(region_of[q] < 0 for q in adj[p]) for p in points if not stones[p])
         regions.append((points, borders, seam))
     return regions
 

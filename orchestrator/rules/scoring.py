@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from orchestrator.color import BLACK, EMPTY, WHITE
 from orchestrator.rules.board import Board
+from orchestrator.rules.regions import empty_regions
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,36 +45,10 @@ def result_string(margin: float) -> str:
     return ("B+" if margin > 0 else "W+") + text
 
 
-def empty_regions(board: Board) -> list[tuple[list[int], set[int]]]:
-    """Each maximal empty region with the set of colours bordering it."""
-    seen = [False] * board.area
-    stones = board.stones
-    regions = []
-    for start in range(board.area):
-        if stones[start] != EMPTY or seen[start]:
-            continue
-        region = [start]
-        seen[start] = True
-        borders: set[int] = set()
-        i = 0
-        while i < len(region):
-            p = region[i]
-            i += 1
-            for q in board.neighbours(p):
-                s = stones[q]
-                if s == EMPTY:
-                    if not seen[q]:
-                        seen[q] = True
-                        region.append(q)
-                else:
-                    borders.add(s)
-        regions.append((region, borders))
-    return regions
-
-
 def tromp_taylor(board: Board, komi: float) -> AreaScore:
     counts = {BLACK: board.stone_count(BLACK), WHITE: board.stone_count(WHITE)}
-    for region, borders in empty_regions(board):
-        if len(borders) == 1:
-            counts[next(iter(borders))] += len(region)
+    regions = empty_regions(board)
+    for points, borders in zip(regions.points, regions.borders, strict=True):
+        if borders in (BLACK, WHITE):  # one color only (the mask is 1 or 2)
+            counts[borders] += len(points)
     return AreaScore(counts[BLACK], counts[WHITE], komi)
