@@ -104,16 +104,16 @@ async def _server_process(slots: int, delay_ms: float = 0.0):
 async def bench_cpu_per_move() -> None:
     """The endpoint runs in its own process (`go19 serve --engine random`), so this
     process's CPU time is the orchestrator's alone."""
-    import orchestrator.players.go19 as client
+    import orchestrator.render as render_module
 
-    render = CpuMeter(client, "render_png")
+    render = CpuMeter(render_module, "render_png")
     async with _server_process(16) as port:
         with tempfile.TemporaryDirectory() as tmp:
             options = _options(Path(tmp), port, slots=16, concurrency=16, games=8)
             cpu0, wall0 = time.process_time(), time.perf_counter()
-            summary = await collect(options, log=lambda line: None)
+            summary = await collect(options)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    moves = sum(r["moves"] for r in summary.state.records)
+    moves = sum(r.moves for r in summary.state.records)
     print(f"(a) {moves} moves in {wall:.1f} s wall; orchestrator CPU {cpu:.2f} s "
           f"(endpoint in its own process)")
     print(f"    orchestrator CPU per move: {cpu / moves * 1000:.3f} ms  (target <= 1 ms), "

@@ -6,11 +6,15 @@ done nor in flight, so a void game's slot is replayed and a resumed run replays
 exactly the slots that were in flight when it died. A player whose every replica
 is down pauses the games that need it (an :class:`Outage`), up to ``down_pause_s``;
 a streak of ``MAX_VOID_STREAK`` void games stops the run, naming why.
+
+The collector is built whole, from the run's parts: the matchup, its schedule, the run
+state (already holding a resumed run's records), the live players and the recorder.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +27,18 @@ from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, pl
 from orchestrator.collect.schedule import Schedule
 from orchestrator.collect.state import RunState
 from orchestrator.collect.stopping import sprt_check
+from orchestrator.events import (
+    GameRecorded,
+    GameStarted,
+    Interrupted,
+    PlayerBack,
+    PlayerDown,
+    PlayerDownTooLong,
+    RunStop,
+    SprtAccepted,
+    VoidStreak,
+)
+from orchestrator.recordings import JournalRecord
 from orchestrator.rules.game import Game
 
 # A player so broken that every game is void would otherwise be replayed forever.
@@ -37,28 +53,36 @@ class Outage:
     up: trio.Event = field(default_factory=trio.Event)
 
 
+def referee_settings(matchup: Matchup) -> RefereeSettings:
+    """The matchup's rules and clock (every player has the same time per move)."""
+    return RefereeSettings(
+        size=matchup.game.size,
+        komi=matchup.game.komi,
+        move_cap=matchup.game.move_cap,
+        move_timeout_s=matchup.game.move_timeout_s,
+        void_after=matchup.fallback.void_after,
+        fallback_level=matchup.fallback.level,
+    )
+
+
 class Collector:
-    def __init__(self, matchup: Matchup, run_dir: Path, target: int, log) -> None:
+    def __init__(self, matchup: Matchup, run_dir: Path, schedule: Schedule, state: RunState,
+                 players: Mapping[str, PlayerHandle], recorder: Recorder) -> None:
         self.matchup = matchup
         self.run_dir = run_dir
-        self.schedule = Schedule(matchup)
-        self.settings = RefereeSettings(
-            size=matchup.game.size,
-            komi=matchup.game.komi,
-            move_cap=matchup.game.move_cap,
-            move_timeout_s=matchup.game.move_timeout_s,
-            void_after=matchup.fallback.void_after,
-            fallback_level=matchup.fallback.level,
-        )
-        names = sorted(matchup.players)
-        self.state = RunState(run_id=run_dir.name, target=target, players=names, on_event=log)
-        self.log = log
+        self.schedule = schedule
+        self.settings = referee_settings(matchup)
+        self.state = state
+        self.players = dict(players)
+        self.recorder = recorder
         self.done_slots: set[int] = set()
         self.in_flight: dict[int, int] = {}  # slot -> game number
         self.next_number = 1
+        for record in state.records:  # a resumed run's
+            if not record.void and record.slot is not None:
+                self.done_slots.add(record.slot)
+            self.next_number = max(self.next_number, record.game + 1)
         self._changed = trio.Event()
-        self.players: dict[str, PlayerHandle] = {}
-        self.recorder: Recorder | None = None
         self.fatal: str | None = None
         self.dropped = 0
         # One writer thread at a time: journal appends must not interleave, and a line a
@@ -73,14 +97,6 @@ class Collector:
         self.outages: dict[str, Outage] = {}
         self._games: trio.Nursery | None = None
 
-    def restore(self, records: list[dict]) -> None:
-        for record in records:
-            self.state.add_record(record)
-            if not record["void"]:
-                self.done_slots.add(record["slot"])
-            self.next_number = max(self.next_number, record["game"] + 1)
-        self.state.done_at_start = self.state.done
-
     def _free_slot(self) -> int:
         slot = 0
         while slot in self.done_slots or slot in self.in_flight:
@@ -93,21 +109,15 @@ class Collector:
                 return name
         return None
 
-    def _stop(self, kind: str, reason: str) -> None:
+    def _stop(self, kind: str, stop: RunStop) -> None:
         self.stop_kind = kind
-        self.state.stop_reason = reason
-        self.state.event(f"stopping: {reason}")
+        self.state.emit(stop)
         self._changed.set()
 
     def drain(self) -> None:
         """The first Ctrl-C: start nothing more, let the games in flight finish."""
         self.draining = True
-        n = len(self.in_flight)
-        self.state.stop_reason = (
-            f"interrupted: finishing {n} game{'s' * (n != 1)} — Ctrl-C again to drop them"
-            if n else "interrupted: no game in flight"
-        )
-        self.state.event(self.state.stop_reason)
+        self.state.emit(Interrupted(len(self.in_flight)))
         self._changed.set()
 
     async def run_games(self) -> None:
@@ -135,8 +145,7 @@ class Collector:
                 number = self.next_number
                 self.next_number += 1
                 self.in_flight[spec.slot] = number
-                self.log(f"game {number} started: {spec.black} (B) vs {spec.white} (W), "
-                         f"slot {spec.slot}")
+                state.emit(GameStarted(number, spec.slot, spec.black, spec.white))
                 nursery.start_soon(self._one_game, spec, number)
             if self.draining and self.fatal is None:
                 while self.in_flight:  # finished (or dropped by a second Ctrl-C)
@@ -153,6 +162,7 @@ class Collector:
     def _outage(self, name: str) -> Outage:
         outage = self.outages.get(name)
         if outage is None:
+            assert self._games is not None, "outages happen while games run"
             pause = self.matchup.game.down_pause_s
             outage = self.outages[name] = Outage(trio.current_time() + pause)
             self._games.start_soon(self._watch_outage, name, outage, pause)
@@ -160,22 +170,17 @@ class Collector:
 
     async def _watch_outage(self, name: str, outage: Outage, pause: float) -> None:
         handle = self.players[name]
-        self.state.event(
-            f"player {name} is down ({handle.describe()}): its games wait up to {pause:g} s "
-            "for a replica to come back"
-        )
+        assert handle.endpoint is not None and self._games is not None, \
+            "only a GO19 endpoint goes down"
+        self.state.emit(PlayerDown(name, handle.describe(), pause))
         with trio.move_on_at(outage.deadline):
             await handle.endpoint.wait_up()
             del self.outages[name]
             outage.up.set()
-            self.state.event(f"player {name} is back: its games go on")
+            self.state.emit(PlayerBack(name))
             self._changed.set()
             return
-        self._stop(
-            "down",
-            f"player {name} is down ({handle.describe()}) for {pause:g} s; "
-            "resume with --resume once it is back",
-        )
+        self._stop("down", PlayerDownTooLong(name, handle.describe(), pause))
         # The games paused for it are dropped (their slots are replayed on --resume).
         self._games.cancel_scope.cancel()
 
@@ -193,13 +198,8 @@ class Collector:
     # -- one game ----------------------------------------------------------------------
 
     async def _one_game(self, spec: GameSpec, number: int) -> None:
-        live = LiveGame(
-            number=number,
-            spec=spec,
-            game=Game(self.settings.size, self.settings.komi),
-            latency_sink=self.state.latency,
-            event_sink=self.state.event,
-        )
+        live = LiveGame(number=number, spec=spec,
+                        game=Game(self.settings.size, self.settings.komi))
         self.state.live[number] = live
         try:
             try:
@@ -211,6 +211,7 @@ class Collector:
                     seed=self.matchup.run.seed * 1_000_003 + number,
                     live=live,
                     ready=lambda name: self._ready(name, live),
+                    on_event=self.state.emit,
                 )
             except BaseException:
                 # Cancelled, or a group holding it (a connect in progress has a nursery).
@@ -224,6 +225,7 @@ class Collector:
                     )
                 except RecordingError as exc:
                     self.fatal = str(exc)
+                    assert self._games is not None
                     self._games.cancel_scope.cancel()
                     return
             self._count(record)
@@ -234,52 +236,42 @@ class Collector:
             del self.in_flight[spec.slot]
             self._changed.set()
 
-    def _count(self, record: dict) -> None:
+    def _count(self, record: JournalRecord) -> None:
         state = self.state
         state.add_record(record)
-        if record["void"]:
+        if record.void:
             self.void_streak += 1
-            for name, counts in record["fallbacks"].items():
+            for name, counts in record.fallbacks.items():
                 self._streak_fallbacks.setdefault(name, Counter()).update(counts)
-            state.event(f"game {record['game']} void (too many fallbacks), slot replayed")
-            if self.void_streak >= MAX_VOID_STREAK and self.stop_kind is None:
-                self._void_streak_stop()
         else:
             self.void_streak = 0
             self._streak_fallbacks = {}
-            self.done_slots.add(record["slot"])
-            state.event(
-                f"game {record['game']}: {record['black']} (B) vs {record['white']} (W) "
-                f"{record['result']} by {record['reason']}, {record['moves']} moves"
-            )
+            if record.slot is not None:
+                self.done_slots.add(record.slot)
+        state.emit(GameRecorded(record))
+        if record.void and self.void_streak >= MAX_VOID_STREAK and self.stop_kind is None:
+            self._void_streak_stop()
         sprt = self.matchup.stop.sprt
         if sprt is not None and self.matchup.pairing.black != self.matchup.pairing.white:
-            verdict = sprt_check(state.records, self.matchup.pairing.black,
-                                 self.matchup.pairing.white, sprt)
-            state.sprt_line = verdict.line
-            if verdict.decision is not None and self.stop_kind is None:
-                self._stop("sprt", f"SPRT accepted {verdict.decision}: {verdict.line}")
+            status = sprt_check(state.records, self.matchup.pairing.black,
+                                self.matchup.pairing.white, sprt)
+            state.sprt = status
+            if status.decision is not None and self.stop_kind is None:
+                self._stop("sprt", SprtAccepted(status))
 
     def _void_streak_stop(self) -> None:
         """Name the players and the fallback reasons that voided the streak. A player
         whose fallbacks were mostly failed connections is unreachable; timeouts are left
         out of that count, since waiting out a reconnect backoff ends in them."""
-        parts = []
+        fallbacks = []
         unreachable = []
         for name, counts in sorted(self._streak_fallbacks.items()):
             if not counts:
                 continue
-            parts.append(f"{name}: " + ", ".join(
-                f"{reason} {n}" for reason, n in counts.most_common()))
+            fallbacks.append((name, tuple(counts.most_common())))
             others = [n for reason, n in counts.items() if reason not in ("connection",
                                                                          "timeout")]
             if counts["connection"] > max(others, default=0):
-                unreachable.append(name)
-        reason = f"{self.void_streak} void games in a row (fallbacks {'; '.join(parts)})"
-        if unreachable:
-            where = ", ".join(f"{n} at {self.players[n].describe()}" for n in unreachable)
-            self._stop("down", f"{reason}: cannot connect to {where}; check it with "
-                               "`go19 ping`, then --resume")
-        else:
-            self._stop("void", f"{reason}; check the players' endpoints and logs, then "
-                               "--resume")
+                unreachable.append((name, self.players[name].describe()))
+        stop = VoidStreak(self.void_streak, tuple(fallbacks), tuple(unreachable))
+        self._stop("down" if unreachable else "void", stop)

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import trio
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, Group, JustifyMethod, RenderableType
 from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.collect.standings import pairing_stats, verdict_text
+from orchestrator.collect.standings import pairing_stats, stop_reason, verdict_text
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import GTP_COLUMNS, PASS
 from orchestrator.report.names import describe
@@ -36,6 +36,7 @@ from orchestrator.rules.estimate import estimate
 
 if TYPE_CHECKING:
     from orchestrator.collect.collector import Collector
+    from orchestrator.events import Event
     from orchestrator.players.go19 import ReplicaStats
 
 # The seed client's endpoint colours; a failing replica's whole row takes its colour.
@@ -96,8 +97,8 @@ class Dashboard:
         self._collector: Collector | None = None
         self._cache: dict = {}
 
-    def log(self, line: str) -> None:
-        """Finished games and fallbacks already show in the events panel."""
+    def on_event(self, event: Event) -> None:
+        """Nothing to do: the run state keeps the recent events the panel shows."""
 
     def attach(self, collector: Collector) -> None:
         self._collector = collector
@@ -121,8 +122,8 @@ class Dashboard:
             return Text("starting…")
         width, height = self.console.size
         budget = height - 1  # Live keeps the cursor on a line of its own
-        top = [self._verdict(collector), self._names(collector, width),
-               self._progress(collector, width)]
+        top: list[RenderableType] = [self._verdict(collector), self._names(collector, width),
+                                     self._progress(collector, width)]
         used = sum(_height(self.console, part, width) for part in top)
         fallbacks = self._fallbacks(collector)
         fb_height = _height(self.console, fallbacks, width) if fallbacks else 0
@@ -166,14 +167,14 @@ class Dashboard:
 
     def _verdict(self, collector: Collector) -> Text:
         text = verdict_text(pairing_stats(collector, self._cache), collector.state)
-        if collector.state.stop_reason:
-            text.append(f"\nstopping: {collector.state.stop_reason}", style="bold yellow")
+        if collector.state.stop is not None:
+            text.append(f"\nstopping: {stop_reason(collector.state.stop)}", style="bold yellow")
         return text
 
     def _names(self, collector: Collector, width: int) -> Text:
         parts = []
         for name, handle in sorted(collector.players.items()):
-            what = describe(handle.meta)
+            what = describe(handle.meta.as_dict())
             if what and what != name:
                 parts.append(f"{name} = {what}")
         return Text("  ·  ".join(parts), style="cyan", no_wrap=False) if parts else Text("")
@@ -243,10 +244,11 @@ class Dashboard:
             shown = [rows[i] for i in sorted(keep)]
         table = Table(title=_title("endpoints", "p50/p95 ms per replica"), title_justify="left",
                       box=None, expand=False, padding=(0, 1), pad_edge=False)
-        for column, justify in (("", "left"), ("player", "left"), ("replica", "left"),
-                                ("status", "left"), ("p50", "right"), ("p95", "right"),
-                                ("busy", "right"), ("err", "right"), ("t/o", "right"),
-                                ("rec", "right")):
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
+            ("", "left"), ("player", "left"), ("replica", "left"), ("status", "left"),
+            ("p50", "right"), ("p95", "right"), ("busy", "right"), ("err", "right"),
+            ("t/o", "right"), ("rec", "right"))
+        for column, justify in columns:
             table.add_column(column, justify=justify, no_wrap=True,
                              overflow="ellipsis" if column in ("replica", "player") else "fold",
                              max_width=22 if column == "replica" else None)

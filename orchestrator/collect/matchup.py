@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from orchestrator.render import RenderError, point_center
+from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
 
 
 class MatchupError(ValueError):
@@ -48,7 +48,7 @@ class Go19PlayerSpec(_Strict):
     slots: int = Field(1, ge=1, le=1024, description="concurrent requests per replica")
     adapter: str | None = None
     model: str | None = None
-    image_px: int = Field(512, ge=64, le=4096)
+    image_px: int = Field(DEFAULT_IMAGE_PX, ge=64, le=4096)
 
     @field_validator("replicas")
     @classmethod

@@ -18,12 +18,15 @@ from orchestrator.collect.matchup import (
     RandomPlayerSpec,
     parse_hostport,
 )
+from orchestrator.events import OnEvent
 from orchestrator.players.base import Player
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.players.player_pool import PlayerPool
 from orchestrator.players.random_player import RandomPlayer
+from orchestrator.recordings import PlayerMeta
+from orchestrator.render import RenderSettings
 from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
 
 
@@ -31,7 +34,7 @@ from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
 class PlayerHandle:
     name: str
     player: Player
-    meta: dict
+    meta: PlayerMeta
     endpoint: Go19Endpoint | None = None
     is_down: Callable[[], bool] = field(default=lambda: False)
 
@@ -41,15 +44,7 @@ class PlayerHandle:
             await self.endpoint.aclose()
 
     def describe(self) -> str:
-        return self.meta.get("endpoint") or self.meta.get("command") or self.meta["kind"]
-
-
-def _prefixed(
-    sink: Callable[[str], None] | None, name: str
-) -> Callable[[str], None] | None:
-    if sink is None:
-        return None
-    return lambda text: sink(f"{name}: {text}")
+        return self.meta.endpoint or self.meta.command or self.meta.kind
 
 
 async def _embedded_replica(
@@ -80,7 +75,7 @@ async def _go19_handle(
     spec: Go19PlayerSpec,
     matchup: Matchup,
     nursery: trio.Nursery,
-    on_event: Callable[[str], None] | None,
+    on_event: OnEvent | None,
 ) -> PlayerHandle:
     size = matchup.game.size
     if spec.embedded is not None:
@@ -92,19 +87,22 @@ async def _go19_handle(
         slots_per_replica=spec.slots,
         connect_timeout=matchup.game.connect_timeout_s,
         allowed_sizes=(size,),
-        on_event=_prefixed(on_event, name),
+        on_event=on_event,
         nursery=nursery,  # down replicas are probed for as long as the run lasts
+        name=name,
     )
-    meta = {
-        "kind": "go19",
-        "adapter": spec.adapter,
-        "model": spec.model,
-        "endpoint": ",".join(f"{h}:{p}" for h, p in replicas),
-        "embedded": spec.embedded.model_dump() if spec.embedded else None,
-    }
+    render = RenderSettings(image_px=spec.image_px)
+    meta = PlayerMeta(
+        kind="go19",
+        adapter=spec.adapter,
+        model=spec.model,
+        endpoint=",".join(f"{h}:{p}" for h, p in replicas),
+        embedded=spec.embedded.model_dump() if spec.embedded else None,
+        render=render,
+    )
     return PlayerHandle(
         name,
-        Go19Player(endpoint, name=name, image_px=spec.image_px),
+        Go19Player(endpoint, name=name, render=render),
         meta,
         endpoint=endpoint,
         is_down=endpoint.is_down,
@@ -115,13 +113,13 @@ async def open_players(
     matchup: Matchup,
     nursery: trio.Nursery,
     log_dir: Path,
-    on_event: Callable[[str], None] | None = None,
+    on_event: OnEvent | None = None,
 ) -> dict[str, PlayerHandle]:
     """Start what the players need (embedded servers in ``nursery``) and return them.
 
     ``on_event`` hears the GO19 endpoints' connection news (failed connects with their
-    backoff, replicas down and back up, reconnects), each line prefixed with the
-    player's name. Down replicas are probed in ``nursery`` until the endpoint closes.
+    backoff, replicas down and back up, reconnects), each naming the player. Down
+    replicas are probed in ``nursery`` until the endpoint closes.
     """
     handles: dict[str, PlayerHandle] = {}
     for name, spec in matchup.players.items():
@@ -135,16 +133,16 @@ async def open_players(
                 for i in range(spec.instances)
             ]
             handles[name] = PlayerHandle(
-                name, PlayerPool(name, engines), {"kind": "gtp", "command": spec.command}
+                name, PlayerPool(name, engines), PlayerMeta(kind="gtp", command=spec.command)
             )
         elif isinstance(spec, HeuristicPlayerSpec):
             handles[name] = PlayerHandle(
                 name,
                 HeuristicPlayer(name, seed=spec.seed, level=spec.level),
-                {"kind": "heuristic", "level": spec.level, "seed": spec.seed},
+                PlayerMeta(kind="heuristic", level=spec.level, seed=spec.seed),
             )
         elif isinstance(spec, RandomPlayerSpec):
             handles[name] = PlayerHandle(
-                name, RandomPlayer(name, seed=spec.seed), {"kind": "random", "seed": spec.seed}
+                name, RandomPlayer(name, seed=spec.seed), PlayerMeta(kind="random", seed=spec.seed)
             )
     return handles

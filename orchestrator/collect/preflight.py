@@ -118,17 +118,20 @@ async def start_gtp(player: str, command: str, timeout: float) -> Probe:
         )
     except OSError as exc:
         return failed(f"cannot start: {exc.strerror or exc}")
+    assert process.stdin is not None and process.stdout is not None \
+        and process.stderr is not None, "started with every pipe"
+    stdin, stdout, stderr_pipe = process.stdin, process.stdout, process.stderr
     stderr = _Tail()
     answers: list[str] = []
     problem = ""
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stderr.drain, process.stderr)
-            replies = _GtpReplies(process.stdout)
+            nursery.start_soon(stderr.drain, stderr_pipe)
+            replies = _GtpReplies(stdout)
             with trio.move_on_after(timeout) as deadline:
                 for word in ("name", "version"):
                     try:
-                        await process.stdin.send_all(f"{word}\n".encode())
+                        await stdin.send_all(f"{word}\n".encode())
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         reply = None
                     else:
@@ -146,7 +149,7 @@ async def start_gtp(player: str, command: str, timeout: float) -> Probe:
                     answers.append(reply[1:].lstrip("0123456789").strip())
                 else:
                     try:
-                        await process.stdin.send_all(b"quit\n")
+                        await stdin.send_all(b"quit\n")
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         pass
                     with trio.move_on_after(2.0):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy as np
 from orchestrator import __version__
 from orchestrator.collect.referee import RefereedGame
 from orchestrator.collect.sgf_record import recorded_game_sgf
+from orchestrator.events import JournalRepaired
 from orchestrator.files import append_line, atomic_write, read_sgf_file
 from orchestrator.recordings import (
     CORRUPT_DIR,
@@ -31,6 +33,9 @@ from orchestrator.recordings import (
     VOID_DIR,
     WINNER_NAMES,
     JournalRecord,
+    LatencySummary,
+    OpeningInfo,
+    PlayerMeta,
     RecordError,
     read_journal,
     record_from_sgf,
@@ -39,7 +44,8 @@ from orchestrator.recordings import (
 )
 from orchestrator.sgf import SgfError
 
-__all__ = ["JOURNAL", "RUN_FILE", "Recorder", "RecordingError", "append_line", "utc_stamp"]
+__all__ = ["JOURNAL", "RUN_FILE", "Recorder", "RecordingError", "append_line",
+           "prepare_run_dir", "resume_run", "utc_stamp", "write_run_file"]
 
 
 class RecordingError(OSError):
@@ -54,20 +60,20 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def latency_summary(samples: list[float]) -> dict:
+def latency_summary(samples: list[float]) -> LatencySummary:
     if not samples:
-        return {"n": 0, "p50": None, "p95": None, "max": None}
+        return LatencySummary(n=0, p50=None, p95=None, max=None)
     arr = np.asarray(samples)
-    return {
-        "n": len(samples),
-        "p50": round(float(np.percentile(arr, 50)), 2),
-        "p95": round(float(np.percentile(arr, 95)), 2),
-        "max": round(float(arr.max()), 2),
-    }
+    return LatencySummary(
+        n=len(samples),
+        p50=round(float(np.percentile(arr, 50)), 2),
+        p95=round(float(np.percentile(arr, 95)), 2),
+        max=round(float(arr.max()), 2),
+    )
 
 
 def journal_record(
-    outcome: RefereedGame, run_id: str, players_meta: dict[str, dict]
+    outcome: RefereedGame, run_id: str, players_meta: Mapping[str, PlayerMeta]
 ) -> JournalRecord:
     spec = outcome.spec
     names = sorted({spec.black, spec.white})
@@ -77,9 +83,8 @@ def journal_record(
     }
     opening = None
     if spec.opening is not None:
-        opening = {
-            "id": spec.opening.id, "plies": len(spec.opening.moves), "pair": spec.opening.pair
-        }
+        opening = OpeningInfo(id=spec.opening.id, plies=len(spec.opening.moves),
+                              pair=spec.opening.pair)
     return JournalRecord(
         run=run_id,
         game=outcome.number,
@@ -88,7 +93,7 @@ def journal_record(
         void=outcome.void,
         black=spec.black,
         white=spec.white,
-        players={n: players_meta.get(n, {}) for n in names},
+        players={n: players_meta.get(n, PlayerMeta()) for n in names},
         size=outcome.size,
         komi=outcome.komi,
         handicap=0,
@@ -108,7 +113,7 @@ def journal_record(
 
 @dataclass
 class ResumeReport:
-    records: list[dict] = field(default_factory=list)
+    records: list[JournalRecord] = field(default_factory=list)
     rebuilt: list[str] = field(default_factory=list)  # SGFs whose journal line was rebuilt
     dropped: list[str] = field(default_factory=list)  # journal lines without an SGF
     quarantined: list[str] = field(default_factory=list)  # unreadable SGFs moved aside
@@ -118,31 +123,34 @@ class ResumeReport:
     def repaired(self) -> bool:
         return bool(self.rebuilt or self.dropped or self.quarantined or self.temp_removed)
 
-    def lines(self) -> list[str]:
-        out = [f"journal line rebuilt from {name}" for name in self.rebuilt]
-        out += [f"journal line dropped, no SGF: {what}" for what in self.dropped]
-        out += [f"unreadable SGF moved to corrupt/: {name}" for name in self.quarantined]
+    def repairs(self) -> list[JournalRepaired]:
+        out = [JournalRepaired("rebuilt", name) for name in self.rebuilt]
+        out += [JournalRepaired("dropped", what) for what in self.dropped]
+        out += [JournalRepaired("quarantined", name) for name in self.quarantined]
         if self.temp_removed:
-            out.append(f"removed {self.temp_removed} unfinished temporary file(s)")
+            out.append(JournalRepaired("temp-removed", str(self.temp_removed)))
         return out
 
 
+def prepare_run_dir(run_dir: Path) -> None:
+    (run_dir / VOID_DIR).mkdir(parents=True, exist_ok=True)
+
+
+def write_run_file(run_dir: Path, info: dict) -> None:
+    atomic_write(run_dir / RUN_FILE, (json.dumps(info, indent=2) + "\n").encode())
+
+
 class Recorder:
-    def __init__(self, run_dir: Path, run_id: str, players_meta: dict[str, dict]) -> None:
+    """Writes the run's finished games; ``players_meta`` goes into every record."""
+
+    def __init__(self, run_dir: Path, players_meta: Mapping[str, PlayerMeta]) -> None:
         self.run_dir = run_dir
-        self.run_id = run_id
-        self.players_meta = players_meta
+        self.run_id = run_dir.name
+        self.players_meta = dict(players_meta)
         self.journal_path = run_dir / JOURNAL
 
-    def prepare(self) -> None:
-        (self.run_dir / VOID_DIR).mkdir(parents=True, exist_ok=True)
-
-    def write_run_file(self, info: dict) -> None:
-        atomic_write(self.run_dir / RUN_FILE, (json.dumps(info, indent=2) + "\n").encode())
-
-    def save(self, outcome: RefereedGame) -> dict:
-        """Write one finished game; returns its journal record (as the plain dict the
-        run state counts). Raises RecordingError."""
+    def save(self, outcome: RefereedGame) -> JournalRecord:
+        """Write one finished game and return its journal record. Raises RecordingError."""
         record = journal_record(outcome, self.run_id, self.players_meta)
         folder = self.run_dir / VOID_DIR if outcome.void else self.run_dir
         sgf_bytes = recorded_game_sgf(outcome, record, __version__)
@@ -153,50 +161,52 @@ class Recorder:
             raise RecordingError(
                 f"cannot write recordings in {self.run_dir}: {exc.strerror or exc}"
             ) from exc
-        return record.as_dict()
+        return record
 
-    def resume(self) -> ResumeReport:
-        """Read back what a previous (possibly killed) run left and repair it."""
-        report = ResumeReport()
-        for tmp in [*self.run_dir.glob(".*.tmp"), *(self.run_dir / VOID_DIR).glob(".*.tmp")]:
-            tmp.unlink()
-            report.temp_removed += 1
-        on_disk = {path.name: path for path in sgf_paths(self.run_dir)}
-        by_sgf: dict[str, JournalRecord] = {}
-        journal = read_journal(self.journal_path)
-        # A cut or unreadable line is rewritten: its SGF rebuilds it below.
-        rewrite = not journal.whole or len(journal.records) < len(journal.lines)
-        for record in journal.records:
-            if record.sgf not in on_disk:
-                report.dropped.append(f"game {record.game} ({record.sgf})")
-                rewrite = True
-            elif record.sgf not in by_sgf:
-                by_sgf[record.sgf] = record
-            else:
-                rewrite = True  # a duplicate line: keep the first
-        for name, path in on_disk.items():
-            if name in by_sgf:
-                continue
-            rebuilt = self._record_from_sgf(path)
-            if rebuilt is None:
-                corrupt = self.run_dir / CORRUPT_DIR
-                corrupt.mkdir(exist_ok=True)
-                os.replace(path, corrupt / name)
-                report.quarantined.append(name)
-            else:
-                by_sgf[name] = rebuilt
-                report.rebuilt.append(name)
+
+def resume_run(run_dir: Path) -> ResumeReport:
+    """Read back what a previous (possibly killed) run left in ``run_dir`` and repair it."""
+    report = ResumeReport()
+    for tmp in [*run_dir.glob(".*.tmp"), *(run_dir / VOID_DIR).glob(".*.tmp")]:
+        tmp.unlink()
+        report.temp_removed += 1
+    on_disk = {path.name: path for path in sgf_paths(run_dir)}
+    by_sgf: dict[str, JournalRecord] = {}
+    journal_path = run_dir / JOURNAL
+    journal = read_journal(journal_path)
+    # A cut or unreadable line is rewritten: its SGF rebuilds it below.
+    rewrite = not journal.whole or len(journal.records) < len(journal.lines)
+    for record in journal.records:
+        if record.sgf not in on_disk:
+            report.dropped.append(f"game {record.game} ({record.sgf})")
             rewrite = True
-        records = sorted(by_sgf.values(), key=lambda r: r.game)
-        if rewrite:
-            atomic_write(self.journal_path, "".join(r.to_json() + "\n" for r in records).encode())
-        report.records = [r.as_dict() for r in records]
-        return report
+        elif record.sgf not in by_sgf:
+            by_sgf[record.sgf] = record
+        else:
+            rewrite = True  # a duplicate line: keep the first
+    for name, path in on_disk.items():
+        if name in by_sgf:
+            continue
+        rebuilt = _record_from_sgf(path)
+        if rebuilt is None:
+            corrupt = run_dir / CORRUPT_DIR
+            corrupt.mkdir(exist_ok=True)
+            os.replace(path, corrupt / name)
+            report.quarantined.append(name)
+        else:
+            by_sgf[name] = rebuilt
+            report.rebuilt.append(name)
+        rewrite = True
+    records = sorted(by_sgf.values(), key=lambda r: r.game)
+    if rewrite:
+        atomic_write(journal_path, "".join(r.to_json() + "\n" for r in records).encode())
+    report.records = records
+    return report
 
-    @staticmethod
-    def _record_from_sgf(path: Path) -> JournalRecord | None:
-        try:
-            record = record_from_sgf(read_sgf_file(path)[0])
-        except (SgfError, RecordError):
-            return None
-        return record if record.sgf == path.name else None
+
+def _record_from_sgf(path: Path) -> JournalRecord | None:
+    try:
+        record = record_from_sgf(read_sgf_file(path)[0])
+    except (SgfError, RecordError):
+        return None
+    return record if record.sgf == path.name else None

@@ -1,19 +1,28 @@
-"""One refereed game: ask each side for a move under a deadline (:func:`ask`), replace
+"""One refereed game: ask each side for a move under its clock (:func:`ask`), replace
 what cannot be played with the heuristic chooser's move and say why (the fallback),
 end on two passes, resignation, the move cap or too many fallbacks (void), and score
-it (the outcome, :class:`RefereedGame`)."""
+it (the outcome, :class:`RefereedGame`).
+
+The referee owns every seat's clock: ``RefereeSettings`` gives each player its time per
+move, or none (a human at the play page). It also owns the one way to give up on a
+request before its time is up (:meth:`LiveGame.cancel_request`, the play page's "cancel
+VLM response"): both end as fallbacks, ``timeout`` and ``cancelled``. What happens is
+announced as events (:mod:`orchestrator.events`) to ``on_event``.
+"""
 
 from __future__ import annotations
 
+import math
 import time
-from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 import trio
 
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
+from orchestrator.events import Event, Fallback, MovePlayed, OnEvent, PlayerRaised
 from orchestrator.players.base import RESIGN, Player, PlayerError
 from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.recordings import OPENING, fallback_source
@@ -40,27 +49,47 @@ class GameSpec:
     opening: Opening | None = None
 
 
+# Fallback reasons the referee itself gives (a player's own faults carry theirs).
+TIMEOUT = "timeout"
+CANCELLED = "cancelled"
+ERROR = "error"
+
+
 @dataclass(frozen=True, slots=True)
 class RefereeSettings:
+    """The game's rules and clocks. Each player has ``move_timeout_s`` seconds per move
+    unless ``clocks`` names it: its own seconds, or None for no clock (a human seat)."""
+
     size: int = 19
     komi: float = 2.5
     move_cap: int = 722
-    move_timeout_s: float = 30.0
+    move_timeout_s: float | None = 30.0
     void_after: int = 20
     fallback_level: int = 2
+    clocks: Mapping[str, float | None] = field(default_factory=dict)
+
+    def move_timeout(self, name: str) -> float | None:
+        return self.clocks.get(name, self.move_timeout_s)
 
 
 @dataclass
 class LiveGame:
-    """What the dashboard reads about a game in flight; the referee updates it."""
+    """What the dashboard and the pages read about a game in flight; the referee updates
+    it. :meth:`cancel_request` gives up on the request in flight (a ``cancelled``
+    fallback)."""
 
     number: int
     spec: GameSpec
     game: Game
     waiting_on: str | None = None
-    # Shared with the run: recent latencies per player, and a sink for fallback events.
-    latency_sink: dict[str, deque] | None = None
-    event_sink: Callable[[str], None] | None = None
+    _request: trio.CancelScope | None = field(default=None, repr=False)
+
+    def cancel_request(self) -> bool:
+        """Give up on the player's answer now; False when no request is in flight."""
+        if self._request is None:
+            return False
+        self._request.cancel()
+        return True
 
 
 @dataclass
@@ -97,31 +126,40 @@ class Answer:
 
 
 async def ask(
-    player: Player, game: Game, timeout_s: float, on_error: Callable[[Exception], None]
+    player: Player, game: Game, timeout_s: float | None,
+    on_error: Callable[[Exception], None], live: LiveGame | None = None,
 ) -> Answer:
-    """Ask ``player`` for ``game.to_play``'s move, timed on the trio clock.
+    """Ask ``player`` for ``game.to_play``'s move, timed on the trio clock (None: no
+    clock); with ``live``, :meth:`LiveGame.cancel_request` ends the request early.
 
     The deadline is one clock reading: a reply that completes at or after it is a
     ``timeout``, even when it came back before trio delivered the cancellation (a
     loaded event loop runs the reply's task and the expired deadline in the same tick).
     """
     asked = trio.current_time()
-    deadline = asked + timeout_s
+    deadline = math.inf if timeout_s is None else asked + timeout_s
     point: int | None = None
     failure: str | None = None
-    with trio.move_on_at(deadline):
+    with trio.move_on_at(deadline), trio.CancelScope() as request:
+        if live is not None:
+            live._request = request
         try:
             point = await player.genmove(game)
         except PlayerError as exc:
             failure = exc.reason
         except Exception as exc:  # noqa: BLE001 - one broken reply must not end the run
-            failure = "error"
+            failure = ERROR
             on_error(exc)
+        finally:
+            if live is not None:
+                live._request = None
     answered = trio.current_time()
     if failure is not None:
         return Answer(None, failure)
+    if request.cancelled_caught:
+        return Answer(None, CANCELLED)
     if point is None or answered >= deadline:
-        return Answer(None, "timeout")
+        return Answer(None, TIMEOUT)
     return Answer(point, None, (answered - asked) * 1000.0)
 
 
@@ -146,12 +184,14 @@ def _end_of_play(game: Game, settings: RefereeSettings) -> str | None:
 class _Referee:
     """The state of one game in play: what each side did, and its fallback counts."""
 
-    def __init__(self, spec: GameSpec, number: int, players: dict[str, Player],
+    def __init__(self, spec: GameSpec, number: int, players: Mapping[str, Player],
                  settings: RefereeSettings, seed: int, live: LiveGame | None,
-                 ready: Callable[[str], Awaitable[None]] | None = None) -> None:
+                 ready: Callable[[str], Awaitable[None]] | None = None,
+                 on_event: OnEvent | None = None) -> None:
         self.spec, self.number, self.players, self.settings = spec, number, players, settings
         self.live = live
         self.ready = ready
+        self.on_event = on_event
         self.game = Game(settings.size, settings.komi)
         if live is not None:
             live.game = self.game
@@ -164,9 +204,9 @@ class _Referee:
         self.opening = spec.opening.moves if spec.opening else ()
         self.last_move: int | None = None
 
-    def _event(self, text: str) -> None:
-        if self.live is not None and self.live.event_sink is not None:
-            self.live.event_sink(text)
+    def _emit(self, event: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
 
     def opening_move(self) -> int | None:
         """The opening's next point while it still applies (it stops at its first illegal one)."""
@@ -183,14 +223,13 @@ class _Referee:
         live = self.live
         if live is not None:
             live.waiting_on = name
-        answer = await ask(self.players[name], self.game, self.settings.move_timeout_s,
-                           lambda exc: self._event(f"game {self.number}: {name} raised {exc!r}"))
+        answer = await ask(self.players[name], self.game, self.settings.move_timeout(name),
+                           lambda exc: self._emit(PlayerRaised(self.number, name, repr(exc))),
+                           live)
         if live is not None:
             live.waiting_on = None
         if answer.latency_ms is not None:
             self.latencies[name].append(answer.latency_ms)
-            if live is not None and live.latency_sink is not None:
-                live.latency_sink.setdefault(name, deque(maxlen=1000)).append(answer.latency_ms)
         return answer
 
     def fallback(self, color: int, failure: str) -> int | None:
@@ -198,8 +237,7 @@ class _Referee:
         had more fallbacks than ``void_after`` (the game is void)."""
         name = self.names[color]
         self.fallbacks[name][failure] += 1
-        self._event(f"game {self.number} move {self.game.move_number + 1}: {name} {failure}, "
-                    "fallback")
+        self._emit(Fallback(self.number, self.game.move_number + 1, name, failure))
         self.fallback_count[color] += 1
         if self.fallback_count[color] > self.settings.void_after:
             return None
@@ -214,9 +252,10 @@ class _Referee:
             return SgfMove(color, point, OPENING)
         answer = await self.ask(self.names[color])
         failure = answer.failure
-        if failure is None and answer.point == RESIGN:
-            return "resign"
         if failure is None:
+            assert answer.point is not None, "an answer is a point or a failure"
+            if answer.point == RESIGN:
+                return "resign"
             try:
                 game.play(answer.point)  # checks legality before changing anything
                 return SgfMove(color, answer.point, None, ms=answer.latency_ms)
@@ -239,6 +278,8 @@ class _Referee:
                 reason, winner = move, (3 - color if move == "resign" else None)
                 break
             self.moves.append(move)
+            self._emit(MovePlayed(self.number, len(self.moves), self.names[color], color,
+                                  move.point, move.source, move.ms))
             self.last_move = None if move.point == PASS else move.point
         result, winner, score = _result(self.game, reason, winner)
         settings = self.settings
@@ -253,14 +294,16 @@ class _Referee:
 async def play_game(
     spec: GameSpec,
     number: int,
-    players: dict[str, Player],
+    players: Mapping[str, Player],
     settings: RefereeSettings,
     *,
     seed: int = 0,
     live: LiveGame | None = None,
     ready: Callable[[str], Awaitable[None]] | None = None,
+    on_event: OnEvent | None = None,
 ) -> RefereedGame:
     """Play one game to its end; ``started``/``finished`` are wall-clock stamps for the record.
     ``ready(name)``, when given, is awaited before each request to a player, outside the
-    move's deadline (the run pauses games there while that player is down)."""
-    return await _Referee(spec, number, players, settings, seed, live, ready).play()
+    move's deadline (the run pauses games there while that player is down). ``on_event``
+    hears every move, fallback and misbehaving player (:mod:`orchestrator.events`)."""
+    return await _Referee(spec, number, players, settings, seed, live, ready, on_event).play()

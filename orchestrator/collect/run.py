@@ -18,6 +18,7 @@ import shutil
 import signal
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,13 +26,26 @@ import trio
 
 from orchestrator import __version__
 from orchestrator.collect.collector import Collector
-from orchestrator.collect.matchup import load_matchup, run_name
+from orchestrator.collect.matchup import Matchup, load_matchup, run_name
 from orchestrator.collect.players import open_players
 from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
-from orchestrator.collect.recorder import JOURNAL, RUN_FILE, Recorder, utc_stamp
-from orchestrator.collect.schedule import OpeningError
+from orchestrator.collect.recorder import (
+    JOURNAL,
+    RUN_FILE,
+    Recorder,
+    prepare_run_dir,
+    resume_run,
+    utc_stamp,
+    write_run_file,
+)
+from orchestrator.collect.schedule import OpeningError, Schedule
 from orchestrator.collect.state import RunState
-from orchestrator.recordings import read_journal, read_run_file
+from orchestrator.events import OnEvent, RunResumed
+from orchestrator.recordings import JournalRecord, read_journal, read_run_file
+
+# What runs beside the games and shows them (the dashboard, the plain log's standings,
+# the watch page): started with the collector once the players are up.
+ViewTask = Callable[[Collector], Awaitable[None]]
 
 # Exit statuses of `collect` (documented in its --help and the README).
 EXIT_OK = 0  # every game asked for is recorded, or the SPRT decided
@@ -118,23 +132,25 @@ def _remove_new_run_dir(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _prepare_run_dir(options: CollectOptions, matchup, collector: Collector, resumed: bool,
-                     target: int, log) -> None:
-    """Create (or repair, on resume) the run folder and write run.json; a write error is
-    one line, and a new run folder is not left behind."""
-    run_dir, recorder = collector.run_dir, collector.recorder
+def _prepare_run_dir(options: CollectOptions, matchup: Matchup, run_dir: Path,
+                     resumed: bool, state: RunState) -> None:
+    """Create (or repair, on resume) the run folder and write run.json; a resumed run's
+    records go into ``state``. A write error is one line, and a new run folder is not
+    left behind."""
+    target = state.target
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        recorder.prepare()
+        prepare_run_dir(run_dir)
         if any(spec.kind == "gtp" for spec in matchup.players.values()):
             (run_dir / "logs").mkdir(exist_ok=True)
         if resumed:
-            report = recorder.resume()
-            for line in report.lines():
-                log(f"resume: {line}")
-            collector.restore(report.records)
-            log(f"resuming {run_dir}: {collector.state.done} of {target} games already done")
-        recorder.write_run_file(
+            report = resume_run(run_dir)
+            for repair in report.repairs():
+                state.emit(repair)
+            _restore(state, report.records)
+            state.emit(RunResumed(str(run_dir), state.done, target))
+        write_run_file(
+            run_dir,
             {
                 "run_id": run_dir.name,
                 "matchup_path": str(options.matchup_path),
@@ -143,7 +159,7 @@ def _prepare_run_dir(options: CollectOptions, matchup, collector: Collector, res
                 "go19_version": __version__,
                 "python": platform.python_version(),
                 "games_target": target,
-            }
+            },
         )
     except OSError as exc:
         if not resumed:
@@ -153,11 +169,22 @@ def _prepare_run_dir(options: CollectOptions, matchup, collector: Collector, res
         ) from None
 
 
+def _restore(state: RunState, records: list[JournalRecord]) -> None:
+    for record in records:
+        state.add_record(record)
+    state.done_at_start = state.done
+
+
 async def collect(
-    options: CollectOptions, log=print, dashboard_factory=None, preflight_log=None
+    options: CollectOptions,
+    on_event: OnEvent | None = None,
+    view: ViewTask | None = None,
+    preflight_log: Callable[[str], None] = print,
 ) -> RunSummary:
-    """Play and record one run. ``log`` hears the run's events; ``preflight_log`` (default
-    ``log``) the endpoint checks made before anything is written."""
+    """Play and record one run. ``on_event`` hears everything the run says
+    (:mod:`orchestrator.events`), ``view`` runs beside the games (a dashboard),
+    ``preflight_log`` gets the lines of the endpoint checks made before anything is
+    written."""
     matchup = load_matchup(options.matchup_path)
     name = run_name(matchup, options.matchup_path)
     run_dir, resumed = find_run_dir(options, name)
@@ -167,27 +194,27 @@ async def collect(
     if target <= 0:
         raise CollectError("how many games? give --games N (or [run] games = N in the matchup)")
     try:
-        await check_endpoints(matchup, options.wait_endpoints_s, preflight_log or log)
+        await check_endpoints(matchup, options.wait_endpoints_s, preflight_log)
     except EndpointsUnreachable as exc:
         raise PlayersUnreachable(str(exc)) from None
 
     try:
-        collector = Collector(matchup, run_dir, target, log)
+        schedule = Schedule(matchup)  # before the run folder: a bad openings folder
     except OpeningError as exc:
         raise CollectError(str(exc)) from None
-    recorder = Recorder(run_dir, run_dir.name, {})
-    collector.recorder = recorder
-    _prepare_run_dir(options, matchup, collector, resumed, target, log)
+    state = RunState(run_id=run_dir.name, target=target, players=sorted(matchup.players))
+    if on_event is not None:
+        state.subscribe(on_event)
+    _prepare_run_dir(options, matchup, run_dir, resumed, state)
 
     interrupted = False
     async with trio.open_nursery() as outer:
-        collector.players = await open_players(
-            matchup, outer, run_dir / "logs", on_event=collector.state.event
-        )
-        recorder.players_meta = {n: h.meta for n, h in collector.players.items()}
-
-        if dashboard_factory is not None:
-            outer.start_soon(dashboard_factory, collector)
+        players = await open_players(matchup, outer, run_dir / "logs", on_event=state.emit)
+        # The players' metadata names the embedded servers' ports: known only now.
+        recorder = Recorder(run_dir, {name: h.meta for name, h in players.items()})
+        collector = Collector(matchup, run_dir, schedule, state, players, recorder)
+        if view is not None:
+            outer.start_soon(view, collector)
         with trio.CancelScope() as games_scope:
             async def watch_signals() -> None:
                 nonlocal interrupted

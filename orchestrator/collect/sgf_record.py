@@ -50,8 +50,10 @@ def recorded_game_sgf(outcome: RefereedGame, record: JournalRecord, version: str
         RUN_PROP: record.run,
         GAME_PROP: str(record.game),
         END_PROP: record.reason,
-        BLACK_PLAYER_PROP: json.dumps(record.players[spec.black], separators=(",", ":")),
-        WHITE_PLAYER_PROP: json.dumps(record.players[spec.white], separators=(",", ":")),
+        BLACK_PLAYER_PROP: json.dumps(record.players[spec.black].as_dict(),
+                                      separators=(",", ":")),
+        WHITE_PLAYER_PROP: json.dumps(record.players[spec.white].as_dict(),
+                                      separators=(",", ":")),
         RECORD_PROP: record.to_json(),
     }
     if outcome.void:

@@ -1,22 +1,218 @@
-"""The run's verdict in words: the head-to-head line the dashboard and the watch page
-show (W–L–D, Elo with its interval, the statistic's kind, LOS, LLR), and, without a
-terminal, :class:`PlainLog`: one timestamped line per event and, every N finished games,
-a standings block like fastchess's ``Results of … vs …``.
+"""The run in words, the one place events become text: :func:`words` (the log line of an
+event), :func:`panel_line` (how the dashboard's recent events show and collapse it),
+:func:`stop_reason` (why the run stops); the head-to-head line the dashboard and the
+watch page show (W–L–D, Elo with its interval, the statistic's kind, LOS, LLR), and,
+without a terminal, :class:`PlainLog`: one timestamped line per event and, every N
+finished games, a standings block like fastchess's ``Results of … vs …``.
+
+A new event (:mod:`orchestrator.events`) gets its wording here: ``@words.register``.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from functools import singledispatch
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from orchestrator.collect.state import HeadToHead, RunState, head_to_head_live
+from orchestrator.collect.stopping import HeadToHead, head_to_head_live
+from orchestrator.events import (
+    Event,
+    Fallback,
+    GameRecorded,
+    GameStarted,
+    Interrupted,
+    JournalRepaired,
+    MovePlayed,
+    PlayerBack,
+    PlayerDown,
+    PlayerDownTooLong,
+    PlayerRaised,
+    ReplicaChanged,
+    RunResumed,
+    RunStop,
+    SprtAccepted,
+    SprtStatus,
+    VoidStreak,
+    WatchPage,
+)
+from orchestrator.ratings import Pentanomial
 
 if TYPE_CHECKING:
     from orchestrator.collect.collector import Collector
+    from orchestrator.collect.state import RunState
+
+
+# -- events ------------------------------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+@singledispatch
+def words(event: Event) -> str | None:
+    """The line the plain log prints for ``event``; None for what is not logged (each
+    move). An event without a wording of its own reads as its fields."""
+    return repr(event)
+
+
+@words.register
+def _(event: GameStarted) -> str:
+    return (f"game {event.game} started: {event.black} (B) vs {event.white} (W), "
+            f"slot {event.slot}")
+
+
+@words.register
+def _(event: MovePlayed) -> None:
+    return None
+
+
+@words.register
+def _(event: Fallback) -> str:
+    return f"game {event.game} move {event.move}: {event.player} {event.reason}, fallback"
+
+
+@words.register
+def _(event: PlayerRaised) -> str:
+    return f"game {event.game}: {event.player} raised {event.error}"
+
+
+@words.register
+def _(event: GameRecorded) -> str:
+    r = event.record
+    if r.void:
+        return f"game {r.game} void (too many fallbacks), slot replayed"
+    return (f"game {r.game}: {r.black} (B) vs {r.white} (W) {r.result} by {r.reason}, "
+            f"{r.moves} moves")
+
+
+@words.register
+def _(event: ReplicaChanged) -> str:
+    who = f"{event.player}: " if event.player else ""
+    where = f"{who}{event.address}"
+    if event.status == "backoff":
+        return f"{where}: connect failed ({event.error}); retry in {event.retry_in:g} s"
+    if event.status == "down":
+        return f"{where}: down after {event.failures} failed connects ({event.error})"
+    if event.probes:
+        return (f"{where}: back up, answered PING after {_plural(event.probes, 'probe')}; "
+                "in use again")
+    return f"{where}: reconnected after {_plural(event.failures, 'failed attempt')}"
+
+
+@words.register
+def _(event: PlayerDown) -> str:
+    return (f"player {event.player} is down ({event.where}): its games wait up to "
+            f"{event.pause_s:g} s for a replica to come back")
+
+
+@words.register
+def _(event: PlayerBack) -> str:
+    return f"player {event.player} is back: its games go on"
+
+
+_REPAIRS = {
+    "rebuilt": "journal line rebuilt from {}",
+    "dropped": "journal line dropped, no SGF: {}",
+    "quarantined": "unreadable SGF moved to corrupt/: {}",
+    "temp-removed": "removed {} unfinished temporary file(s)",
+}
+
+
+@words.register
+def _(event: JournalRepaired) -> str:
+    return "resume: " + _REPAIRS[event.repair].format(event.what)
+
+
+@words.register
+def _(event: RunResumed) -> str:
+    return f"resuming {event.run_dir}: {event.done} of {event.target} games already done"
+
+
+@words.register
+def _(event: RunStop) -> str:
+    return f"stopping: {stop_reason(event)}"
+
+
+@words.register
+def _(event: Interrupted) -> str:
+    return stop_reason(event)
+
+
+@words.register
+def _(event: WatchPage) -> str:
+    if event.error is not None:
+        return f"no watch page: cannot listen on {event.url}: {event.error}"
+    return f"watch page: {event.url}"
+
+
+def fallback_status(event: Fallback) -> str:
+    """The play page's status line for a fallback."""
+    return (f"fallback: {event.player} {event.reason} — the local AI played move "
+            f"{event.move}")
+
+
+def sprt_line(status: SprtStatus) -> str:
+    """``r5 vs r4 [0, 30]: LLR +1.23 (-2.94, +2.94)``"""
+    return (f"{status.player} vs {status.opponent} [{status.elo0:g}, {status.elo1:g}]: "
+            f"LLR {status.llr:+.2f} ({status.lower:+.2f}, {status.upper:+.2f})")
+
+
+@singledispatch
+def stop_reason(stop: RunStop) -> str:
+    """Why the run stops, as the dashboard, the watch page and the summary say it."""
+    return repr(stop)
+
+
+@stop_reason.register
+def _(stop: SprtAccepted) -> str:
+    return f"SPRT accepted {stop.sprt.decision}: {sprt_line(stop.sprt)}"
+
+
+@stop_reason.register
+def _(stop: PlayerDownTooLong) -> str:
+    return (f"player {stop.player} is down ({stop.where}) for {stop.pause_s:g} s; "
+            "resume with --resume once it is back")
+
+
+@stop_reason.register
+def _(stop: VoidStreak) -> str:
+    parts = "; ".join(f"{name}: " + ", ".join(f"{reason} {n}" for reason, n in counts)
+                      for name, counts in stop.fallbacks)
+    reason = f"{stop.games} void games in a row (fallbacks {parts})"
+    if stop.unreachable:
+        where = ", ".join(f"{name} at {address}" for name, address in stop.unreachable)
+        return f"{reason}: cannot connect to {where}; check it with `go19 ping`, then --resume"
+    return f"{reason}; check the players' endpoints and logs, then --resume"
+
+
+@stop_reason.register
+def _(stop: Interrupted) -> str:
+    n = stop.in_flight
+    if not n:
+        return "interrupted: no game in flight"
+    return f"interrupted: finishing {_plural(n, 'game')} — Ctrl-C again to drop them"
+
+
+def panel_line(event: Event) -> tuple[Hashable, str] | None:
+    """How ``event`` shows among the dashboard's recent events: the key of the events it
+    collapses with (a burst of one player's same fallback, one replica's retries) and
+    the text of the entry; None for what the panel leaves out (moves, game starts)."""
+    if isinstance(event, MovePlayed | GameStarted):
+        return None
+    if isinstance(event, Fallback):
+        return ("fallback", event.player, event.reason), f"{event.reason} fallback ({event.player})"
+    text = words(event) or ""
+    if isinstance(event, ReplicaChanged):
+        return ("replica", event.player, event.address, event.status, event.error), text
+    return text, text
+
+
+# -- the head-to-head --------------------------------------------------------------
 
 
 def plain_log(line: str) -> None:
@@ -68,7 +264,7 @@ def verdict_text(h: HeadToHead | None, state: RunState) -> Text:
         text.append(f" {h.kind} {h.samples}", style="dim")
     if est.los is not None:
         text.append(f"  LOS {100 * est.los:.1f} %")
-    if h.sprt is not None:
+    if h.sprt is not None and h.sprt_config is not None:
         c = h.sprt_config
         decided = {"H1": " H1 ✓", "H0": " H0 ✓"}.get(h.sprt.decision or "", "")
         text.append(f"  LLR {_signed(h.sprt.llr, 2)} ({_signed(h.sprt.lower, 2)}, "
@@ -100,9 +296,9 @@ def standings_block(collector: Collector, h: HeadToHead | None = None) -> str:
     share = f" ({100 * points / r.games:.1f} %)" if r.games else ""
     lines.append(f"Games: {r.games}, Wins: {r.wins}, Losses: {r.losses}, Draws: {r.draws}, "
                  f"Points: {points:.1f}{share}")
-    if h.kind == "pentanomial":
+    if isinstance(h.counts, Pentanomial):
         lines.append(f"Ptnml(0-2): [{', '.join(map(str, h.counts.counts))}]")
-    if h.sprt is not None:
+    if h.sprt is not None and h.sprt_config is not None:
         c = h.sprt_config
         lines.append(f"LLR: {h.sprt.llr:.2f} ({h.sprt.lower:.2f}, {h.sprt.upper:.2f}) "
                      f"[{c.elo0:.2f}, {c.elo1:.2f}]")
@@ -111,8 +307,8 @@ def standings_block(collector: Collector, h: HeadToHead | None = None) -> str:
 
 
 class PlainLog:
-    """The dashboard's stand-in without a terminal: timestamped lines, and a standings
-    block whenever ``every`` more games have finished (0: never)."""
+    """The dashboard's stand-in without a terminal: a timestamped line per event, and a
+    standings block whenever ``every`` more games have finished (0: never)."""
 
     def __init__(self, every: int = 10, out: Callable[[str], None] = plain_log) -> None:
         self.every = every
@@ -120,7 +316,10 @@ class PlainLog:
         self._collector: Collector | None = None
         self._shown_at = 0
 
-    def log(self, line: str) -> None:
+    def on_event(self, event: Event) -> None:
+        line = words(event)
+        if line is None:
+            return
         self.out(line)
         collector = self._collector
         if collector is None or self.every <= 0:

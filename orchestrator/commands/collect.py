@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import trio
 
@@ -15,8 +14,10 @@ from orchestrator.collect.run import (
     CollectError,
     CollectOptions,
     RunSummary,
+    ViewTask,
     collect,
 )
+from orchestrator.collect.standings import stop_reason
 
 EXIT_CODES = """\
 exit status:
@@ -111,13 +112,14 @@ def run(args: argparse.Namespace) -> int:
     from orchestrator.collect.standings import PlainLog, plain_log
 
     dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
+    view: ViewTask | None = dashboard.run
     if args.web is not None:  # the watch page runs where the dashboard would, beside it
-        dashboard = _with_web_page(args.web, dashboard)
-        if dashboard is None:
+        view = _with_web_page(args.web, view)
+        if view is None:
             return EXIT_INPUT
     try:
         # The endpoint checks come before the dashboard starts: they go to the plain log.
-        summary = trio.run(collect, options, dashboard.log, dashboard.run, plain_log)
+        summary = trio.run(collect, options, dashboard.on_event, view, plain_log)
     except MatchupError as exc:
         print(f"collect: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -133,9 +135,9 @@ def run(args: argparse.Namespace) -> int:
     return summary.exit_code
 
 
-def _with_web_page(bind: str, dashboard):
-    """Something in the dashboard's place (``run`` and ``log``): the watch page
-    (orchestrator/web) running beside the dashboard, if any. None after a one-line error."""
+def _with_web_page(bind: str, dashboard: ViewTask | None) -> ViewTask | None:
+    """What runs in the dashboard's place: the watch page (orchestrator/web) beside the
+    dashboard, if any. None after a one-line error."""
     try:
         from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, parse_bind, watch_task
     except ImportError as exc:
@@ -149,8 +151,7 @@ def _with_web_page(bind: str, dashboard):
         return None
     if not is_loopback(host):
         print(NO_AUTH_WARNING.format(host=host), file=sys.stderr)
-    return SimpleNamespace(run=watch_task(host, port, dashboard.run if dashboard else None),
-                           log=dashboard.log if dashboard else None)
+    return watch_task(host, port, dashboard)
 
 
 def print_summary(summary: RunSummary) -> None:
@@ -167,8 +168,8 @@ def print_summary(summary: RunSummary) -> None:
                 f"interrupted: {summary.finished_after_interrupt} game(s) in flight were "
                 "finished and recorded. Continue with --resume."
             )
-    elif state.stop_reason:
-        print(f"stopped early: {state.stop_reason}")
+    elif state.stop is not None:
+        print(f"stopped early: {stop_reason(state.stop)}")
     for name, tally in sorted(state.tally.items()):
         if tally.games:
             print(f"  {name}: {tally.wins}-{tally.losses}-{tally.draws} (W-L-D)")

@@ -9,22 +9,26 @@ caller's and do not count. A down replica is probed in the background (connect
 and PING on the same schedule) when the endpoint has a nursery, and serves again
 as soon as it answers; :meth:`Go19Endpoint.wait_up` waits for that. An
 ``on_event`` callback hears each failure with its backoff, each replica marked
-down or back up, and each reconnect after failures, as one line naming the replica.
+down or back up, and each reconnect after failures, as a
+:class:`~orchestrator.events.ReplicaChanged` event (``player``: the endpoint's ``name``).
 The connect timeout is the pool's own; callers bound a request with
 ``trio.move_on_after``. Each replica's own state and schedule live in
-:mod:`~orchestrator.players.replica`.
+:mod:`~orchestrator.players.replica`; a replica tells its endpoint what changed through
+the endpoint's two public hooks, :meth:`Go19Endpoint.others_ready` and
+:meth:`Go19Endpoint.replica_changed` (the replica's ``ReplicaHost``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 import trio
 
+from orchestrator.events import OnEvent, ReplicaChanged
 from orchestrator.players.base import ConnectionFailed, EndpointDown
 from orchestrator.players.connection import Address
-from orchestrator.players.replica import Replica, ReplicaStats, Unreachable
+from orchestrator.players.replica import Replica, ReplicaPolicy, ReplicaStats, Unreachable
 from orchestrator.protocol import go19 as wire
 
 
@@ -49,30 +53,32 @@ class Go19Endpoint:
         backoff_cap: float = 15.0,
         max_idle: float = 30.0,
         latency_samples: int = 256,
-        on_event: Callable[[str], None] | None = None,
+        on_event: OnEvent | None = None,
         nursery: trio.Nursery | None = None,
+        name: str | None = None,
     ) -> None:
         if not replicas:
             raise ValueError("a GO19 endpoint needs at least one replica")
         if slots_per_replica < 1:
             raise ValueError(f"slots_per_replica must be >= 1, not {slots_per_replica}")
         self.slots_per_replica = slots_per_replica
-        self.connect_timeout = connect_timeout
-        self.limits = limits or wire.Limits()
+        limits = limits or wire.Limits()
         if allowed_sizes is not None:
-            self.limits = replace(self.limits, allowed_sizes=frozenset(allowed_sizes))
-        self.max_failures = max_failures
-        self.backoff_step = backoff_step
-        self.backoff_cap = backoff_cap
-        self.max_idle = max_idle
-        self.latency_samples = latency_samples
+            limits = replace(limits, allowed_sizes=frozenset(allowed_sizes))
+        self.policy = ReplicaPolicy(
+            connect_timeout=connect_timeout, limits=limits, max_failures=max_failures,
+            backoff_step=backoff_step, backoff_cap=backoff_cap, max_idle=max_idle,
+            latency_samples=latency_samples,
+        )
+        self.name = name
         self.on_event = on_event
         self.closed = False
         self._nursery = nursery
         self._probes: set[trio.CancelScope] = set()  # aclose cancels them
         self._up = trio.Event()  # set while some replica is not down
         self._up.set()
-        self._replicas = [Replica(self, (host, int(port))) for host, port in replicas]
+        self._replicas = [Replica(self, (host, int(port)), self.policy)
+                          for host, port in replicas]
         self._limiter = trio.CapacityLimiter(slots_per_replica * len(self._replicas))
 
     @property
@@ -143,14 +149,22 @@ class Go19Endpoint:
             r.waiting(now), r.retry_at if r.waiting(now) else 0.0, r.in_flight, r.requests,
         ))
 
-    def _ready_besides(self, replica: Replica) -> bool:
+    # -- the replicas' hooks (ReplicaHost) ---------------------------------------------
+
+    def others_ready(self, replica: Replica) -> bool:
+        """Whether another replica could take a request now (not down, not in backoff)."""
         now = trio.current_time()
         return any(r is not replica and not r.down and not r.waiting(now)
                    for r in self._replicas)
 
-    def _event(self, text: str) -> None:
+    def replica_changed(self, replica: Replica, event: ReplicaChanged) -> None:
+        """A replica went into backoff, down, or works again: resize the slots, probe a
+        down one in the background, and announce it."""
+        self._health_changed()
+        if event.status == "down":
+            self._start_probe(replica)
         if self.on_event is not None:
-            self.on_event(text)
+            self.on_event(replace(event, player=self.name))
 
     def _health_changed(self) -> None:
         healthy = sum(not r.down for r in self._replicas)

@@ -5,16 +5,29 @@ importable from here too, as callers have always done."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from orchestrator import coords
 from orchestrator.players.base import RefusedMove
 from orchestrator.players.connection import Go19Connection, format_address
 from orchestrator.players.endpoint import Go19Endpoint
 from orchestrator.players.replica import ReplicaStats
 from orchestrator.protocol import go19 as wire
-from orchestrator.render import render_png
+from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 
-__all__ = ["Go19Connection", "Go19Endpoint", "Go19Player", "ReplicaStats", "format_address"]
+__all__ = ["Go19Connection", "Go19Endpoint", "Go19Player", "Go19Service", "ReplicaStats",
+           "format_address"]
+
+
+class Go19Service(Protocol):
+    """Whatever answers a GO19 request: a :class:`Go19Endpoint`, or something in front of
+    one (the play page keeps the picture each request carried)."""
+
+    async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply: ...
+
+
+DEFAULT_RENDER = RenderSettings()
 
 
 def _last_stone(game: Game) -> int | None:
@@ -24,16 +37,18 @@ def _last_stone(game: Game) -> int | None:
 
 
 class Go19Player:
-    """A policy behind a GO19 endpoint; the endpoint belongs to whoever opened it."""
+    """A policy behind a GO19 endpoint; the endpoint belongs to whoever opened it.
+    ``render`` is how its pictures are drawn (the record keeps it)."""
 
-    def __init__(self, endpoint: Go19Endpoint, name: str, image_px: int = 512) -> None:
+    def __init__(self, endpoint: Go19Service, name: str,
+                 render: RenderSettings = DEFAULT_RENDER) -> None:
         self.endpoint = endpoint
         self.name = name
-        self.image_px = image_px
+        self.render = render
 
     async def genmove(self, game: Game) -> int:
         board = game.board.to_array()
-        png = render_png(board, _last_stone(game), size_px=self.image_px)
+        png = self.render.picture(board, _last_stone(game))
         request = wire.Request(game.size, game.to_play, png, board.tobytes())
         reply = await self.endpoint.request(request)
         if isinstance(reply, wire.ErrorReply):

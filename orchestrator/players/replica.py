@@ -1,16 +1,19 @@
 """One replica of a GO19 endpoint: its idle connections, its failure schedule and its
 background probe while down. :class:`~orchestrator.players.endpoint.Go19Endpoint` owns
-the replicas and picks one per request; see there for the policy."""
+the replicas and picks one per request; see there for the policy. A replica knows its
+endpoint only as a :class:`ReplicaHost`: whether another replica is ready, and the hook
+it calls when its health changes."""
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import trio
 
+from orchestrator.events import ReplicaChanged
 from orchestrator.players.base import ConnectionFailed, PlayerError, ProtocolViolation
 from orchestrator.players.connection import (
     Address,
@@ -21,8 +24,35 @@ from orchestrator.players.connection import (
 )
 from orchestrator.protocol import go19 as wire
 
-if TYPE_CHECKING:
-    from orchestrator.players.endpoint import Go19Endpoint
+
+@dataclass(frozen=True, slots=True)
+class ReplicaPolicy:
+    """What the replicas of one endpoint share: the connect timeout, the frame limits, the
+    failure schedule (``backoff_step`` more seconds per failure, capped; down after
+    ``max_failures``), how long an idle connection is kept, how many latencies are kept."""
+
+    connect_timeout: float = 5.0
+    limits: wire.Limits = field(default_factory=wire.Limits)
+    max_failures: int = 6
+    backoff_step: float = 1.5
+    backoff_cap: float = 15.0
+    max_idle: float = 30.0
+    latency_samples: int = 256
+
+
+class ReplicaHost(Protocol):
+    """What a replica needs of the endpoint that owns it."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def others_ready(self, replica: Replica) -> bool:
+        """Whether a request could go to another replica now instead of waiting here."""
+        ...
+
+    def replica_changed(self, replica: Replica, event: ReplicaChanged) -> None:
+        """The replica's health changed (into backoff, down, or working again)."""
+        ...
 
 
 class Unreachable(ConnectionFailed):
@@ -60,8 +90,9 @@ class ReplicaStats:
 
 
 class Replica:
-    def __init__(self, endpoint: Go19Endpoint, address: Address) -> None:
-        self.endpoint = endpoint
+    def __init__(self, host: ReplicaHost, address: Address, policy: ReplicaPolicy) -> None:
+        self.host = host
+        self.policy = policy
         self.address = address
         self.where = format_address(address)
         self.status = "idle"
@@ -75,7 +106,7 @@ class Replica:
         self.retry_at = -math.inf
         self.last_attempt: float | None = None
         self.last_error: str | None = None
-        self.latency_ms: deque[float] = deque(maxlen=endpoint.latency_samples)
+        self.latency_ms: deque[float] = deque(maxlen=policy.latency_samples)
         self._lost_connection = False  # the next connect counts as a reconnect
         # Bumped by each counted failure. A new connection that fails counts only if no
         # failure was counted since it was opened: concurrent requests cannot speed up
@@ -168,7 +199,7 @@ class Replica:
         return reply
 
     async def _checkout(self) -> Go19Connection:
-        max_idle = self.endpoint.max_idle
+        max_idle = self.policy.max_idle
         while self.idle:
             conn = self.idle.pop()
             quiet = conn.quiet()
@@ -182,7 +213,7 @@ class Replica:
     async def _checkin(self, conn: Go19Connection) -> None:
         if conn.closed:
             self._lost_connection = True
-        elif self.endpoint.closed:
+        elif self.host.closed:
             await conn.aclose()
         else:
             self.idle.append(conn)
@@ -194,13 +225,13 @@ class Replica:
         no other replica is free of one. The lock keeps one attempt at a time, so
         concurrent requests cannot speed up the schedule.
         """
-        endpoint = self.endpoint
+        policy = self.policy
         async with self._connect_lock:
             # A failure elsewhere (a new connection that broke) may move the backoff or
             # take the replica down while this waits: look again after every wait.
             while not self.down and trio.current_time() < self.retry_at:
                 self.status = "backoff"
-                if endpoint._ready_besides(self):
+                if self.host.others_ready(self):
                     # Picked while it looked fine, but a concurrent attempt just failed:
                     # waiting here would spend the caller's deadline for nothing.
                     raise Skipped(f"{self.where}: in backoff ({self.last_error})")
@@ -213,8 +244,8 @@ class Replica:
             if self._lost_connection or self.failures:
                 self.reconnects += 1
             try:
-                with wire_errors(self.where), trio.fail_after(endpoint.connect_timeout):
-                    conn = await Go19Connection.connect(*self.address, limits=endpoint.limits)
+                with wire_errors(self.where), trio.fail_after(policy.connect_timeout):
+                    conn = await Go19Connection.connect(*self.address, limits=policy.limits)
             except ConnectionFailed as exc:
                 self._failed(exc, attempt_round)
                 raise Unreachable(str(exc)) from exc
@@ -225,12 +256,11 @@ class Replica:
 
     def _answered(self) -> None:
         """A new connection answered: the replica works (again)."""
-        if self.failures:
-            self.endpoint._event(f"{self.where}: reconnected after {self.failures} failed "
-                                 f"attempt{'s' if self.failures > 1 else ''}")
-        self.failures = 0
+        failures, self.failures = self.failures, 0
         self.retry_at = -math.inf
         self.status = "ok"
+        if failures:
+            self.host.replica_changed(self, ReplicaChanged(self.where, "ok", failures=failures))
 
     def _reason(self, exc: BaseException) -> str:
         return str(exc).removeprefix(f"{self.where}: ")
@@ -247,57 +277,54 @@ class Replica:
         self.round += 1
         self.failures += 1
         self.last_error = self._reason(exc)
-        endpoint = self.endpoint
-        if self.failures >= endpoint.max_failures:
+        delay = self._delay()
+        self.retry_at = trio.current_time() + delay
+        if self.failures >= self.policy.max_failures:
             self.status = "down"
-            self.retry_at = trio.current_time() + self._delay()
-            endpoint._health_changed()
-            endpoint._event(f"{self.where}: down after {self.failures} failed connects "
-                            f"({self.last_error})")
-            endpoint._start_probe(self)
+            self.host.replica_changed(self, ReplicaChanged(
+                self.where, "down", retry_in=delay, error=self.last_error,
+                failures=self.failures))
         else:
-            delay = self._delay()
-            self.retry_at = trio.current_time() + delay
             self.status = "backoff"
-            endpoint._event(f"{self.where}: connect failed ({self.last_error}); "
-                            f"retry in {delay:g} s")
+            self.host.replica_changed(self, ReplicaChanged(
+                self.where, "backoff", retry_in=delay, error=self.last_error,
+                failures=self.failures))
 
     def _delay(self) -> float:
         """The seed's schedule: 1.5 s after the first failure, 1.5 s more per failure, capped."""
-        return min(self.endpoint.backoff_step * self.failures, self.endpoint.backoff_cap)
+        return min(self.policy.backoff_step * self.failures, self.policy.backoff_cap)
 
     async def probe(self) -> None:
         """While down: a connect and a PING on the backoff schedule, until one answers.
 
         The answering connection joins the idle pool, so the replica serves at once.
         """
-        endpoint = self.endpoint
         self.probing = True
         try:
-            await self._probe_until_up(endpoint)
+            await self._probe_until_up()
         finally:
             self.probing = False
 
-    async def _probe_until_up(self, endpoint: Go19Endpoint) -> None:
+    async def _probe_until_up(self) -> None:
+        policy = self.policy
         while self.down:
             await trio.sleep_until(self.retry_at)
             try:
-                with wire_errors(self.where), trio.fail_after(endpoint.connect_timeout):
-                    conn = await Go19Connection.connect(*self.address, limits=endpoint.limits)
+                with wire_errors(self.where), trio.fail_after(policy.connect_timeout):
+                    conn = await Go19Connection.connect(*self.address, limits=policy.limits)
                     await conn.ping()
             except (ConnectionFailed, ProtocolViolation) as exc:
                 self.failures += 1
                 self.last_error = self._reason(exc)
                 self.retry_at = trio.current_time() + self._delay()
                 continue
-            probes = self.failures - endpoint.max_failures + 1
-            self.failures = 0
+            probes = self.failures - policy.max_failures + 1
+            failures, self.failures = self.failures, 0
             self.retry_at = -math.inf
             self.status = "ok"
             self.idle.append(conn)
-            endpoint._health_changed()
-            endpoint._event(f"{self.where}: back up, answered PING after {probes} "
-                            f"probe{'s' if probes > 1 else ''}; in use again")
+            self.host.replica_changed(self, ReplicaChanged(
+                self.where, "ok", failures=failures, probes=probes))
 
     def reset(self) -> None:
         self.failures = 0

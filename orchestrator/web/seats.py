@@ -1,19 +1,20 @@
 """The seats of ``go19 play``: what sits in a :class:`Player`'s place for each side of
 the five modes. A human seat waits for a legal click, the AI seat is the local heuristic
-AI, a VLM seat asks a GO19 server under the page's timeout and can be cancelled; each
-tells the page's :class:`~orchestrator.web.session.PlaySession` what it is doing."""
+AI, a VLM seat asks a GO19 server; each tells the page's
+:class:`~orchestrator.web.session.PlaySession` what it is doing. The clocks, the page's
+"cancel VLM response" and the fallback marks are the referee's (collect's
+:func:`~orchestrator.collect.referee.play_game`), as in a collected game."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import trio
-
 from orchestrator.coords import PASS, to_gtp
-from orchestrator.players.base import RESIGN, ConnectionFailed, PlayerError
-from orchestrator.players.go19 import Go19Endpoint, Go19Player
+from orchestrator.players.base import RESIGN, ConnectionFailed
+from orchestrator.players.go19 import Go19Player, Go19Service
 from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.protocol import go19 as wire
+from orchestrator.render import RenderSettings
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 
@@ -22,17 +23,6 @@ if TYPE_CHECKING:
 
 SIZE = 19
 AI_LEVEL = 2
-IMAGE_PX = 512  # the PNG side a GO19 request carries, as collect's default
-
-
-class MoveTimeout(PlayerError):
-    reason = "timeout"
-
-
-class ResponseCancelled(PlayerError):
-    """The person pressed "cancel VLM response"."""
-
-    reason = "cancelled"
 
 
 class HumanSeat:
@@ -84,7 +74,7 @@ class AiSeat:
 class _RecordingEndpoint:
     """The game's endpoint, keeping the PNG of the last request it carried."""
 
-    def __init__(self, endpoint: Go19Endpoint, session: PlaySession) -> None:
+    def __init__(self, endpoint: Go19Service, session: PlaySession) -> None:
         self.endpoint = endpoint
         self._session = session
 
@@ -95,46 +85,27 @@ class _RecordingEndpoint:
 
 
 class VlmSeat:
-    """A GO19 server under the page's timeout. Faults raise :class:`PlayerError` for the
-    referee to replace with the heuristic AI's move; the seat marks them for the page."""
+    """A GO19 server, asked with pictures drawn as ``render`` says. A failed connection
+    also shows on the server's row."""
 
-    def __init__(self, session: PlaySession, index: int, endpoint: Go19Endpoint,
-                 name: str) -> None:
+    def __init__(self, session: PlaySession, index: int, endpoint: Go19Service,
+                 name: str, render: RenderSettings) -> None:
         self.session = session
         self.index = index
         self.name = name
-        recording = _RecordingEndpoint(endpoint, session)
-        self._player = Go19Player(recording, name, image_px=IMAGE_PX)  # type: ignore[arg-type]
+        self._player = Go19Player(_RecordingEndpoint(endpoint, session), name, render)
 
     async def genmove(self, game: Game) -> int:
         session = self.session
-        ply = game.move_number
         session.thinking = self.name
         session.changed()
         try:
-            with trio.CancelScope() as cancel, trio.move_on_after(session.timeout) as deadline:
-                session.vlm_scope = cancel
-                try:
-                    point = await self._player.genmove(game)
-                except PlayerError as exc:
-                    if isinstance(exc, ConnectionFailed):
-                        session.server_failed(self.index, str(exc))
-                    session.fallback(ply, self.name, exc.reason)
-                    raise
+            return await self._player.genmove(game)
+        except ConnectionFailed as exc:
+            session.server_failed(self.index, str(exc))
+            raise
         finally:
             session.thinking = None
-            session.vlm_scope = None
-        if deadline.cancelled_caught:
-            session.fallback(ply, self.name, MoveTimeout.reason)
-            raise MoveTimeout(f"{self.name}: no reply within {session.timeout:g} s")
-        if cancel.cancelled_caught:
-            session.fallback(ply, self.name, ResponseCancelled.reason)
-            raise ResponseCancelled(f"{self.name}: response cancelled")
-        try:
-            game.board.check(game.to_play, point)
-        except IllegalMove as exc:
-            session.fallback(ply, self.name, f"illegal:{exc.reason}")
-        return point
 
     async def aclose(self) -> None:
         return None

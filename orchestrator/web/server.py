@@ -7,12 +7,14 @@ import ipaddress
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
+from hypercorn.typing import ASGIFramework
 
+from orchestrator.events import WatchPage
 from orchestrator.web.app import play_app, watch_app
 from orchestrator.web.session import PlaySession
 from orchestrator.web.watch import WatchHub
@@ -59,17 +61,19 @@ async def serve_app(app: Starlette, host: str, port: int,
     config.errorlog = None  # a page that goes away mid-request is not an error of ours
     config.graceful_timeout = 1.0
     with _plain_oserror():
-        await serve(app, config, task_status=_UrlStatus(task_status))  # type: ignore[arg-type]
+        # Starlette is an ASGI 3 app; its signature spells the scope as a plain mapping
+        # where Hypercorn's spells out each kind of scope.
+        await serve(cast(ASGIFramework, app), config, task_status=_UrlStatus(task_status))
 
 
-class _UrlStatus:
+class _UrlStatus(trio.TaskStatus[list[str]]):
     """Hands ``nursery.start`` the page's URL where Hypercorn reports its binds."""
 
     def __init__(self, status: trio.TaskStatus[str]) -> None:
         self._status = status
 
-    def started(self, binds: list[str]) -> None:
-        self._status.started(url_for(binds))
+    def started(self, binds: list[str] | None = None) -> None:
+        self._status.started(url_for(binds or []))
 
 
 @contextmanager
@@ -117,9 +121,8 @@ def watch_task(host: str, port: int, then: Callable[[Collector], Awaitable[None]
             try:
                 url = await nursery.start(serve_app, watch_app(WatchHub(collector)), host, port)
             except OSError as exc:
-                collector.state.event(f"no watch page: cannot listen on {host}:{port}: "
-                                      f"{exc.strerror or exc}")
+                collector.state.emit(WatchPage(f"{host}:{port}", str(exc.strerror or exc)))
                 return
-            collector.state.event(f"watch page: {url}")
+            collector.state.emit(WatchPage(url))
 
     return run

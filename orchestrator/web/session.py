@@ -3,33 +3,38 @@ in each of the five modes, one game task after another (auto-restart), the serve
 and training mode.
 
 A game is refereed by collect's own :func:`play_game`, so legality, superko,
-scoring, fallbacks (timeout, error, illegal reply: the heuristic AI plays the
-move, marked) and the recorded SGF are exactly collect's. The seats adapt the
-page to the :class:`Player` protocol: a human seat waits for a legal click, a
-VLM seat asks a GO19 server under the page's timeout and can be cancelled.
+scoring, clocks, fallbacks (timeout, cancelled, error, illegal reply: the heuristic
+AI plays the move, marked) and the recorded SGF are exactly collect's. The seats
+adapt the page to the :class:`Player` protocol: a human seat waits for a legal
+click (no clock), a VLM seat asks a GO19 server (the page's timeout is its clock,
+and "cancel VLM response" the referee's :meth:`LiveGame.cancel_request`).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import trio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator import __version__
 from orchestrator.collect.recorder import journal_record, utc_stamp
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
 from orchestrator.collect.sgf_record import recorded_game_sgf
+from orchestrator.collect.standings import fallback_status
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
+from orchestrator.events import Event, Fallback
 from orchestrator.files import atomic_write
-from orchestrator.players.base import RESIGN
+from orchestrator.players.base import RESIGN, Player
 from orchestrator.players.go19 import Go19Endpoint, format_address
+from orchestrator.recordings import PlayerMeta
+from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, RenderSettings, point_center
 from orchestrator.rules.game import Game
 from orchestrator.web import views
 from orchestrator.web.connection import ServerCheck
@@ -73,6 +78,16 @@ class PlaySettings(BaseModel):
     auto_restart: bool = False
     auto_reconnect1: bool = False
     auto_reconnect2: bool = False
+    image_px: int = DEFAULT_IMAGE_PX  # the side of the picture a VLM seat sends
+
+    @field_validator("image_px")
+    @classmethod
+    def _drawable(cls, value: int) -> int:
+        try:
+            point_center(0, SIZE, value)  # the renderer's own size check
+        except RenderError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     def server(self, index: int) -> tuple[str, int]:
         """Server 2 left blank means self-play on server 1."""
@@ -98,7 +113,7 @@ class PlaySession:
         self.settings = settings or PlaySettings()
         self.pulse = Pulse()
         self.run_id = f"play-{utc_stamp(time.time())}"
-        self.checks = {i: ServerCheck(self.changed, lambda i=i: self._server_ok(i)) for i in (1, 2)}
+        self.checks = {i: ServerCheck(self.changed, partial(self._server_ok, i)) for i in (1, 2)}
         self.number = 0
         self.finished = 0
         self.live: LiveGame | None = None
@@ -110,7 +125,6 @@ class PlaySession:
         self.saved: list[Path] = []
         self.waiting_human = False
         self.thinking: str | None = None
-        self.vlm_scope: trio.CancelScope | None = None
         self.vlm_png: bytes | None = None
         self.vlm_png_version = 0
         self.clicks, self._clicks_in = self._new_clicks()
@@ -138,10 +152,8 @@ class PlaySession:
         elif kind == "resign":
             self._act(RESIGN)
         elif kind == "cancel":
-            if self.vlm_scope is None:
+            if self.thinking is None or self.live is None or not self.live.cancel_request():
                 self.say("no VLM response to cancel", "info")
-            else:
-                self.vlm_scope.cancel()
         elif kind == "check":
             index = message.get("server")
             if index in (1, 2):
@@ -186,9 +198,11 @@ class PlaySession:
         self.status = (text, level)
         self.changed()
 
-    def fallback(self, ply: int, name: str, reason: str) -> None:
-        self.marks[ply] = reason
-        self.say(f"fallback: {name} {reason} — the local AI played move {ply + 1}", "error")
+    def on_event(self, event: Event) -> None:
+        """What the referee says about the game: fallbacks get their mark and a line."""
+        if isinstance(event, Fallback):
+            self.marks[event.move - 1] = event.reason
+            self.say(fallback_status(event), "error")
 
     def server_failed(self, index: int, reason: str) -> None:
         host, port = self.game_settings.server(index)
@@ -201,10 +215,6 @@ class PlaySession:
         endpoint = self._endpoints.get(index)
         if endpoint is not None:
             endpoint.reset()
-
-    @property
-    def timeout(self) -> float:
-        return self.settings.timeout
 
     def snapshot(self) -> dict:
         live = self.live
@@ -244,7 +254,7 @@ class PlaySession:
             "status": {"text": self.status[0], "level": self.status[1]},
             "servers": {i: {"label": c.label, "colour": c.color} for i, c in self.checks.items()},
             "vlm_png": self.vlm_png_version if self.vlm_png else None,
-            "can_cancel": self.vlm_scope is not None,
+            "can_cancel": self.thinking is not None,
             "finished": self.finished,
             "saved": [str(p) for p in self.saved[-3:]],
         }
@@ -296,10 +306,12 @@ class PlaySession:
             outcome = await play_game(
                 spec, self.number, {black.name: black, white.name: white},
                 RefereeSettings(size=SIZE, komi=settings.komi, move_cap=MOVE_CAP,
-                                # The seats keep their own deadlines: a human has no clock.
-                                move_timeout_s=math.inf, void_after=MOVE_CAP,
-                                fallback_level=AI_LEVEL),
-                seed=int(time.time()) * 1000 + self.number, live=live,
+                                # Only the VLM seats have a clock: the page's timeout.
+                                move_timeout_s=None, void_after=MOVE_CAP,
+                                fallback_level=AI_LEVEL,
+                                clocks={seat.name: settings.timeout for seat in seats.values()
+                                        if isinstance(seat, VlmSeat)}),
+                seed=int(time.time()) * 1000 + self.number, live=live, on_event=self.on_event,
             )
         self._endpoints = {}
         self.outcome = outcome
@@ -317,28 +329,30 @@ class PlaySession:
                 self.say(f"saved {path}", "info")
 
     def _seats(self, settings: PlaySettings, endpoints: dict[int, Go19Endpoint]
-               ) -> tuple[dict[int, object], dict[str, dict]]:
+               ) -> tuple[dict[int, Player], dict[str, PlayerMeta]]:
         mode = settings.mode
         mine = BLACK if settings.color == "black" else WHITE
         other = 3 - mine
         seed = self.number
-        meta: dict[str, dict] = {}
+        meta: dict[str, PlayerMeta] = {}
+        render = RenderSettings(image_px=settings.image_px)
 
         def human(color: int) -> HumanSeat:
             name = "human" if mode != "hh" else f"human-{'black' if color == BLACK else 'white'}"
-            meta[name] = {"kind": "human"}
+            meta[name] = PlayerMeta(kind="human")
             return HumanSeat(self, name)
 
         def ai() -> AiSeat:
-            meta["heuristic-ai"] = {"kind": "heuristic", "level": AI_LEVEL}
+            meta["heuristic-ai"] = PlayerMeta(kind="heuristic", level=AI_LEVEL)
             return AiSeat(self, "heuristic-ai", seed)
 
         def vlm(index: int) -> VlmSeat:
             where = format_address(settings.server(index))
             name = f"vlm-{where}"
-            meta[name] = {"kind": "go19", "replicas": [where]}
-            return VlmSeat(self, index, endpoints[index], name)
+            meta[name] = PlayerMeta(kind="go19", replicas=[where], render=render)
+            return VlmSeat(self, index, endpoints[index], name, render)
 
+        seats: dict[int, Player]
         if mode == "hh":
             seats = {BLACK: human(BLACK), WHITE: human(WHITE)}
         elif mode == "ha":
@@ -353,7 +367,7 @@ class PlaySession:
                 seats[WHITE] = seats[BLACK]  # self-play: one player answers for both colours
         return seats, meta
 
-    def _save(self, outcome: RefereedGame, meta: dict[str, dict]) -> Path:
+    def _save(self, outcome: RefereedGame, meta: dict[str, PlayerMeta]) -> Path:
         """Training mode: the finished game as collect records it, in recordings/, named
         as collect names a game (``baduk-<stamp>-<game>.sgf``, as its record says)."""
         self.recordings.mkdir(parents=True, exist_ok=True)
@@ -375,12 +389,15 @@ async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Go1
     if settings.mode in ("av", "hv", "vv"):
         # No backoff in the game: a move the server cannot answer falls back at once, and
         # the next move tries again; the server row's auto-reconnect does the waiting.
-        options = {"connect_timeout": min(settings.timeout, 5.0), "backoff_step": 0.0,
-                   "backoff_cap": 0.0, "max_failures": MOVE_CAP + 1}
-        endpoints[1] = Go19Endpoint([settings.server(1)], **options)
+        def open_one(index: int) -> Go19Endpoint:
+            return Go19Endpoint([settings.server(index)],
+                                connect_timeout=min(settings.timeout, 5.0), backoff_step=0.0,
+                                backoff_cap=0.0, max_failures=MOVE_CAP + 1)
+
+        endpoints[1] = open_one(1)
         if settings.mode == "vv":
             same = settings.server(2) == settings.server(1)
-            endpoints[2] = endpoints[1] if same else Go19Endpoint([settings.server(2)], **options)
+            endpoints[2] = endpoints[1] if same else open_one(2)
     try:
         yield endpoints
     finally:

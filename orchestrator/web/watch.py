@@ -8,15 +8,16 @@ games are replayed from their SGF, the one source of truth, not from memory.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.collect.standings import pairing_stats, verdict_text
+from orchestrator.collect.standings import pairing_stats, sprt_line, stop_reason, verdict_text
 from orchestrator.color import BLACK
 from orchestrator.coords import PASS
+from orchestrator.events import Event, Fallback
+from orchestrator.recordings import VOID_DIR, JournalRecord
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.estimate import estimate
 from orchestrator.rules.game import Game
@@ -26,8 +27,6 @@ from orchestrator.web import views
 if TYPE_CHECKING:
     from orchestrator.collect.collector import Collector
 
-# The referee's fallback event (collect/referee.py): "game N move M: NAME REASON, fallback".
-_FALLBACK_EVENT = re.compile(r"^game (\d+) move \d+: .+ \S+, fallback$")
 FINISHED_SHOWN = 200
 LIVE_SHOWN = 100
 
@@ -42,17 +41,11 @@ class WatchHub:
         # pages look and however often, so watching costs the run next to nothing.
         self._estimates: dict[int, tuple[int, str]] = {}
         self._verdict_cache: dict = {}  # the head-to-head, recomputed per recorded game
-        state = collector.state
-        chained = state.on_event
+        collector.state.subscribe(self.on_event)
 
-        def on_event(text: str) -> None:
-            match = _FALLBACK_EVENT.match(text)
-            if match:
-                self.fallbacks[int(match.group(1))] += 1
-            if chained is not None:
-                chained(text)
-
-        state.on_event = on_event
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, Fallback):
+            self.fallbacks[event.game] += 1
 
     def headline(self) -> dict:
         collector = self.collector
@@ -73,8 +66,8 @@ class WatchHub:
                         f"in flight {len(state.live)}",
             "wld": wld,
             "elo": elo,
-            "sprt": state.sprt_line or "",
-            "stopping": state.stop_reason or "",
+            "sprt": sprt_line(state.sprt) if state.sprt is not None else "",
+            "stopping": stop_reason(state.stop) if state.stop is not None else "",
         }
 
     def overview(self) -> dict:
@@ -99,10 +92,10 @@ class WatchHub:
                 "waiting_on": entry.waiting_on or "",
             })
         finished = [{
-            "number": r["game"], "black": r["black"], "white": r["white"],
-            "result": r["result"], "reason": r["reason"], "moves": r["moves"],
-            "fallbacks": sum(sum(c.values()) for c in r["fallbacks"].values()),
-            "sgf": f"sgf/{r['sgf']}",
+            "number": r.game, "black": r.black, "white": r.white,
+            "result": r.result, "reason": r.reason, "moves": r.moves,
+            "fallbacks": sum(sum(c.values()) for c in r.fallbacks.values()),
+            "sgf": f"sgf/{r.sgf}",
         } for r in reversed(state.records[-FINISHED_SHOWN:])]
         return {"headline": self.headline(), "live": live, "finished": finished}
 
@@ -125,26 +118,29 @@ class WatchHub:
             "fallbacks": self.fallbacks.get(number, 0),
         }
 
+    def _path(self, record: JournalRecord) -> Path:
+        folder = self.collector.run_dir
+        return folder / VOID_DIR / record.sgf if record.void else folder / record.sgf
+
     def sgf_path(self, name: str) -> Path | None:
         """A finished game's SGF, by the name its journal record gives (nothing else)."""
         for record in self.collector.state.records:
-            if record["sgf"] == name:
-                folder = self.collector.run_dir
-                return folder / "void" / name if record["void"] else folder / name
+            if record.sgf == name:
+                return self._path(record)
         return None
 
     def finished_view(self, number: int) -> dict | None:
-        record = next((r for r in self.collector.state.records if r["game"] == number), None)
+        record = next((r for r in self.collector.state.records if r.game == number), None)
         if record is None:
             return None
-        path = self.sgf_path(record["sgf"])
-        view = {"kind": "replay", "number": number, "black": record["black"],
-                "white": record["white"], "result": record["result"],
-                "reason": record["reason"], "sgf": f"sgf/{record['sgf']}"}
+        path = self._path(record)
+        view: dict = {"kind": "replay", "number": number, "black": record.black,
+                      "white": record.white, "result": record.result,
+                      "reason": record.reason, "sgf": f"sgf/{record.sgf}"}
         try:
             view.update(replay_frames(path, path.stat().st_mtime_ns))
         except (OSError, SgfError, ReplayError) as exc:
-            view["error"] = f"cannot replay {record['sgf']}: {exc}"
+            view["error"] = f"cannot replay {record.sgf}: {exc}"
         return view
 
 

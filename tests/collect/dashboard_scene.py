@@ -14,15 +14,17 @@ from orchestrator.collect.matchup import Sprt
 from orchestrator.collect.players import PlayerHandle
 from orchestrator.collect.referee import GameSpec, LiveGame
 from orchestrator.collect.state import RunState
+from orchestrator.events import Fallback, GameRecorded, ReplicaChanged
 from orchestrator.players.go19 import ReplicaStats
+from orchestrator.recordings import JournalRecord, PlayerMeta
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 
 FAILING_REPLICA = "10.0.0.7:5019"
 SLOW_REPLICA = "10.0.0.8:5019"
 META = {
-    "r5": {"kind": "go19", "adapter": "lora_mix_qwen_r5", "model": "Qwen3-VL-8B"},
-    "r4": {"kind": "go19", "adapter": "lora_mix_qwen_r4", "model": "Qwen3-VL-8B"},
+    "r5": dict(kind="go19", adapter="lora_mix_qwen_r5", model="Qwen3-VL-8B"),
+    "r4": dict(kind="go19", adapter="lora_mix_qwen_r4", model="Qwen3-VL-8B"),
 }
 
 
@@ -46,8 +48,8 @@ class FakeEndpoint:
         return self.replicas
 
 
-def record(n: int, black: str, white: str, winner: str, pair: int | None) -> dict:
-    return {
+def record(n: int, black: str, white: str, winner: str, pair: int | None) -> JournalRecord:
+    return JournalRecord.model_validate({
         "run": "r5_vs_r4-20260101-000000", "game": n, "slot": n - 1, "sgf": f"{n}.sgf",
         "void": False, "black": black, "white": white, "players": {}, "size": 19,
         "komi": 7.5, "result": "B+3.5" if winner == "black" else "W+3.5", "winner": winner,
@@ -56,7 +58,7 @@ def record(n: int, black: str, white: str, winner: str, pair: int | None) -> dic
         "fallbacks": {"r4": {"illegal:superko": 2, "timeout": 1} if n % 3 == 0 else {},
                       "r5": {"timeout": 1} if n % 7 == 0 else {}},
         "latency_ms": {},
-    }
+    })
 
 
 def scene(games: int = 212, paired: bool = True, in_flight: int = 8, more_replicas: int = 0):
@@ -81,12 +83,15 @@ def scene(games: int = 212, paired: bool = True, in_flight: int = 8, more_replic
                     continue
         state.live[n] = LiveGame(number=n, spec=GameSpec(n - 1, black, white), game=game,
                                  waiting_on=white if n % 2 else black)
-    state.event(f"game {games}: r4 (B) vs r5 (W) W+3.5 by two-passes, 240 moves")
+    if games:
+        state.emit(GameRecorded(state.records[-1]))
     for k in range(31):
-        state.event(f"game {games + 2} move {100 + k}: r4 illegal:superko, fallback")
-    state.event(f"r4: {FAILING_REPLICA} connect failed (connection refused); retry in 8s")
-    state.event(f"r4: {FAILING_REPLICA} connect failed (connection refused); retry in 16s")
-    state.event(f"r4: {FAILING_REPLICA} is down after 5 failures")
+        state.emit(Fallback(games + 2, 100 + k, "r4", "illegal:superko"))
+    for failures, delay in ((4, 6.0), (5, 7.5)):
+        state.emit(ReplicaChanged(FAILING_REPLICA, "backoff", delay, "connection refused",
+                                  failures, player="r4"))
+    state.emit(ReplicaChanged(FAILING_REPLICA, "down", 9.0, "connection refused", 6,
+                              player="r4"))
     endpoints = {
         "r5": FakeEndpoint([replica("10.0.0.4:5019"), replica("10.0.0.5:5019"),
                             replica("10.0.0.6:5019")]),
@@ -101,8 +106,8 @@ def scene(games: int = 212, paired: bool = True, in_flight: int = 8, more_replic
         endpoint.replicas += [replica(f"10.1.{len(name)}.{k}:5019") if name == "r4" else
                               replica(f"10.2.0.{k}:5019") for k in range(more_replicas)]
     players = {
-        name: PlayerHandle(name, None, {**META[name], "endpoint": ",".join(
-            r.address for r in endpoints[name].replicas)}, endpoint=endpoints[name])
+        name: PlayerHandle(name, None, PlayerMeta(**META[name], endpoint=",".join(
+            r.address for r in endpoints[name].replicas)), endpoint=endpoints[name])
         for name in ("r4", "r5")
     }
     matchup = SimpleNamespace(pairing=SimpleNamespace(black="r5", white="r4"),

@@ -18,6 +18,8 @@ import trio.testing
 from sgfmill import sgf
 
 from orchestrator.collect.run import CollectOptions, collect
+from orchestrator.collect.standings import sprt_line
+from orchestrator.events import SprtAccepted, VoidStreak
 from tests.conftest import GNUGO, REPO, requires_gnugo
 
 EMBEDDED = """
@@ -80,7 +82,7 @@ async def run_collect(path: Path, tmp_path: Path, games: int, resume=False):
         matchup_path=path, games=games, resume=resume, recordings=tmp_path / "rec",
         dashboard=False,
     )
-    return await collect(options, log=lambda line: None)
+    return await collect(options)
 
 
 async def test_collect_records_every_game_once(tmp_path: Path) -> None:
@@ -179,7 +181,8 @@ async def test_too_many_fallbacks_void_the_game_and_replay_it(
                    concurrency=1)
     # Every game with weak is void, so the run stops itself after a streak of them.
     summary = await run_collect(path, tmp_path, games=1)
-    assert "void games in a row" in summary.state.stop_reason
+    stop = summary.state.stop
+    assert isinstance(stop, VoidStreak) and stop.games == 10 and not stop.unreachable
     assert summary.exit_code == 4  # fewer games than asked, not by the SPRT: a failed run
     run_dir = summary.run_dir
     records = journal(run_dir)
@@ -307,11 +310,12 @@ sprt = { elo0 = 0, elo1 = 100, alpha = 0.05, beta = 0.05 }
     )
     summary = await run_collect(path, tmp_path, games=200)
     state = summary.state
-    assert state.stop_reason is not None and state.stop_reason.startswith("SPRT accepted H1")
+    assert isinstance(state.stop, SprtAccepted) and state.stop.sprt.decision == "H1"
     assert summary.exit_code == 0  # the SPRT deciding is a run that did its job
     assert 0 < state.done < 200
     records = journal(summary.run_dir)
     assert len(records) == state.done
-    # The LLR line the dashboard shows is past the upper bound ln((1-b)/a) = 2.94.
-    llr = float(state.sprt_line.split("LLR ")[1].split()[0])
-    assert llr >= 2.94
+    # The LLR the dashboard shows is past the upper bound ln((1-b)/a) = 2.94.
+    assert state.sprt is not None and state.sprt.llr >= state.sprt.upper
+    assert state.sprt.upper == pytest.approx(2.944, abs=1e-3)
+    assert f"LLR {state.sprt.llr:+.2f} (-2.94, +2.94)" in sprt_line(state.sprt)

@@ -12,7 +12,8 @@ from rich.console import Console
 from orchestrator.collect.dashboard import Dashboard
 from orchestrator.collect.standings import PlainLog, standings_block
 from orchestrator.collect.state import RunState
-from tests.collect.dashboard_scene import FAILING_REPLICA, SLOW_REPLICA, scene
+from orchestrator.events import Fallback, GameRecorded, ReplicaChanged
+from tests.collect.dashboard_scene import FAILING_REPLICA, SLOW_REPLICA, record, scene
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -84,13 +85,16 @@ def test_standings_block_every_n_games() -> None:
     log = PlainLog(every=2, out=lines.append)
     import trio
     trio.run(log.run, collector)
-    from tests.collect.dashboard_scene import record
     for n in range(1, 6):
         black, white = ("r5", "r4") if n % 2 else ("r4", "r5")
-        collector.state.add_record(record(n, black, white, "black", (n - 1) // 2))
-        log.log(f"game {n}: done")
+        game = record(n, black, white, "black", (n - 1) // 2)
+        collector.state.add_record(game)
+        log.on_event(GameRecorded(game))
     blocks = [i for i, line in enumerate(lines) if line.startswith("Results of r5 vs r4")]
-    assert [lines[i - 2] for i in blocks] == ["game 2: done", "game 4: done"]
+    assert [lines[i - 2] for i in blocks] == [
+        "game 2: r4 (B) vs r5 (W) B+3.5 by two-passes, 240 moves",
+        "game 4: r4 (B) vs r5 (W) B+3.5 by two-passes, 240 moves",
+    ]
     block = standings_block(collector)
     assert "Results of r5 vs r4 (5/400 games, 0 void):" in block
     assert "Games: 5, Wins: 3, Losses: 2, Draws: 0, Points: 3.0 (60.0 %)" in block
@@ -101,13 +105,22 @@ def test_standings_block_every_n_games() -> None:
 def test_events_collapse_repeats() -> None:
     state = RunState(run_id="x", target=1, players=["a"])
     for k in range(5):
-        state.event(f"game 3 move {k}: a illegal:superko, fallback")
-    state.event("game 3: a (B) vs b (W) B+1.5 by two-passes, 100 moves")
-    state.event("game 4 move 9: a illegal:superko, fallback")
+        state.emit(Fallback(3, k, "a", "illegal:superko"))
+    state.emit(GameRecorded(record(3, "a", "b", "black", None)))
+    state.emit(Fallback(4, 9, "a", "illegal:superko"))
+    state.emit(Fallback(4, 10, "a", "timeout"))
+    # A replica's retries are one entry (the latest); its going down is another.
+    for failures in (1, 2, 3):
+        state.emit(ReplicaChanged("h:1", "backoff", 1.5 * failures, "refused", failures,
+                                  player="a"))
+    state.emit(ReplicaChanged("h:1", "down", 6.0, "refused", 6, player="a"))
     events = list(state.events)
     assert [(e.text, e.count) for e in events] == [
-        ("game 3: a (B) vs b (W) B+1.5 by two-passes, 100 moves", 1),
+        ("game 3: a (B) vs b (W) B+3.5 by two-passes, 240 moves", 1),
         ("illegal:superko fallback (a)", 6),
+        ("timeout fallback (a)", 1),
+        ("a: h:1: connect failed (refused); retry in 4.5 s", 3),
+        ("a: h:1: down after 6 failed connects (refused)", 1),
     ]
 
 

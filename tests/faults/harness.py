@@ -16,6 +16,7 @@ import trio
 from sgfmill import sgf
 
 from orchestrator.collect.run import CollectOptions, RunSummary, collect
+from orchestrator.events import Event
 
 from .server import Farm
 
@@ -103,7 +104,7 @@ white = "b"
 @dataclass
 class Run:
     summary: RunSummary
-    log: list[tuple[float, str]] = field(default_factory=list)
+    log: list[tuple[float, Event]] = field(default_factory=list)  # (trio time, event)
 
     @property
     def run_dir(self) -> Path:
@@ -111,11 +112,11 @@ class Run:
 
 
 async def run_collect(matchup: Path, recordings: Path, games: int, resume: bool = False) -> Run:
-    log: list[tuple[float, str]] = []
+    log: list[tuple[float, Event]] = []
     options = CollectOptions(
         matchup_path=matchup, games=games, resume=resume, recordings=recordings, dashboard=False
     )
-    summary = await collect(options, log=lambda line: log.append((trio.current_time(), line)))
+    summary = await collect(options, lambda event: log.append((trio.current_time(), event)))
     return Run(summary, log)
 
 

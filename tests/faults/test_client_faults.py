@@ -11,10 +11,13 @@ import pytest
 import trio
 
 from orchestrator.collect.referee import GameSpec, RefereeSettings, play_game
+from orchestrator.collect.standings import words
 from orchestrator.color import BLACK
+from orchestrator.events import Event, ReplicaChanged
 from orchestrator.players.base import ConnectionFailed, PlayerError, RefusedMove
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.protocol import go19 as wire
+from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 
 from .server import LOCALHOST, REASON, REQUEST_FAULTS, FaultServer, Plan, Window
@@ -155,17 +158,17 @@ KO_SEQUENCE = [1, 2, 9, 12, 19, 20, 80, 10, 11]
 
 
 async def test_backoff_events_then_down(fault_clock) -> None:
-    events: list[tuple[float, str]] = []
+    events: list[tuple[float, Event]] = []
     port = free_port()
     async with Go19Endpoint(
-        [(LOCALHOST, port)], allowed_sizes=(9,),
-        on_event=lambda text: events.append((trio.current_time(), text)),
+        [(LOCALHOST, port)], allowed_sizes=(9,), name="p",
+        on_event=lambda event: events.append((trio.current_time(), event)),
     ) as endpoint:
         for _ in range(6):
             with pytest.raises(ConnectionFailed):
                 await endpoint.request(nine())
-    where = f"127.0.0.1:{port}"
-    assert events == [
+    where = f"p: 127.0.0.1:{port}"
+    assert [(t, words(e)) for t, e in events] == [
         (0.0, f"{where}: connect failed (connection refused); retry in 1.5 s"),
         (1.5, f"{where}: connect failed (connection refused); retry in 3 s"),
         (4.5, f"{where}: connect failed (connection refused); retry in 4.5 s"),
@@ -200,19 +203,20 @@ async def test_a_replica_comes_back_on_its_own_schedule(nursery, fault_clock) ->
     flapping = FaultServer("flap", Plan(flap=Window(period=1000, duration=8, phase=2)), seed=1)
     steady = FaultServer("steady", Plan(), seed=2)
     ports = [await nursery.start(flapping.serve), await nursery.start(steady.serve)]
-    events: list[tuple[float, str]] = []
+    events: list[tuple[float, ReplicaChanged]] = []
     async with Go19Endpoint(
         [(LOCALHOST, p) for p in ports], allowed_sizes=(9,),
-        on_event=lambda text: events.append((trio.current_time(), text)),
+        on_event=lambda event: events.append((trio.current_time(), event)),
     ) as endpoint:
         for _ in range(60):
             await endpoint.request(nine())
             await trio.sleep(0.25)
         (flap_stats, _) = endpoint.replica_stats()
-    texts = [text.split(": ", 1)[1] for _, text in events]
-    assert texts[0] == "connect failed (connection refused); retry in 1.5 s"
-    assert texts[-1].startswith("reconnected after")
-    failed_at = [t for t, text in events if "connect failed" in text]
+    first, last = events[0][1], events[-1][1]
+    assert (first.status, first.retry_in, first.error) == ("backoff", 1.5, "connection refused")
+    assert (last.status, last.probes) == ("ok", 0)  # reconnected, never down
+    failed_at = [t for t, event in events if event.status == "backoff"]
+    assert last.failures == len(failed_at)
     # Each attempt waited at least its backoff: 1.5 s, then 3 s, then 4.5 s ...
     gaps = [b - a for a, b in zip(failed_at, failed_at[1:], strict=False)]
     assert all(gap >= 1.5 * (i + 1) for i, gap in enumerate(gaps))
@@ -233,7 +237,7 @@ async def test_late_replies_never_count_as_moves_under_load(nursery) -> None:
     games = []
     async with Go19Endpoint([(LOCALHOST, port)], slots_per_replica=32,
                             allowed_sizes=(9,)) as endpoint:
-        players = {n: Go19Player(endpoint, n, image_px=64) for n in ("a", "b")}
+        players = {n: Go19Player(endpoint, n, RenderSettings(image_px=64)) for n in ("a", "b")}
 
         async def one(number: int) -> None:
             games.append(await play_game(GameSpec(number, "a", "b"), number, players, settings))

@@ -9,7 +9,6 @@ which is what makes the counts exact.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from functools import partial
 
@@ -17,6 +16,16 @@ import pytest
 import trio
 import trio.testing
 
+from orchestrator.collect.standings import stop_reason
+from orchestrator.events import (
+    Event,
+    PlayerBack,
+    PlayerDown,
+    PlayerDownTooLong,
+    ReplicaChanged,
+    RunStop,
+    VoidStreak,
+)
 from orchestrator.serve import RandomEngine, serve_go19
 
 from .harness import PLAYER, check_recordings, journal, recorded, run_collect, write_matchup
@@ -35,35 +44,37 @@ async def settled_task_count(farm: Farm) -> int:
     return trio.lowlevel.current_statistics().tasks_living - farm.accepting()
 
 
-def backoff_episodes(log: list[tuple[float, str]], replica: str) -> list[list[tuple[float, str]]]:
-    """The replica's connection events, split after each reconnect."""
-    episodes: list[list[tuple[float, str]]] = [[]]
-    for t, line in log:
-        if f"{replica}: " in line and ("connect failed" in line or "reconnected" in line):
-            episodes[-1].append((t, line.split(f"{replica}: ", 1)[1]))
-            if "reconnected" in line:
+def backoff_episodes(log: list[tuple[float, Event]], replica: str
+                     ) -> list[list[tuple[float, ReplicaChanged]]]:
+    """The replica's failed connects and reconnects, split after each reconnect."""
+    episodes: list[list[tuple[float, ReplicaChanged]]] = [[]]
+    for t, event in log:
+        if isinstance(event, ReplicaChanged) and event.address == replica \
+                and event.status in ("backoff", "ok"):
+            episodes[-1].append((t, event))
+            if event.status == "ok":
                 episodes.append([])
     return [e for e in episodes if e]
 
 
-def check_backoff(log: list[tuple[float, str]], replica: str) -> int:
+def check_backoff(log: list[tuple[float, Event]], replica: str) -> int:
     """Every outage of ``replica`` follows the seed's schedule; returns how many ended."""
     episodes = backoff_episodes(log, replica)
     ended = 0
     for episode in episodes:
-        failures = [(t, line) for t, line in episode if line.startswith("connect failed")]
-        delays = [float(re.search(r"retry in ([\d.]+) s", line)[1]) for _, line in failures]
+        failures = [event for _, event in episode if event.status == "backoff"]
+        delays = [event.retry_in for event in failures]
         assert delays == [min(1.5 * n, 15.0) for n in range(1, len(delays) + 1)]
         times = [t for t, _ in episode]
         assert all(b - a >= d for a, b, d in zip(times, times[1:], delays, strict=False))
-        if episode[-1][1].startswith("reconnected"):
-            n = len(failures)
-            assert episode[-1][1] == f"reconnected after {n} failed attempt{'s' * (n > 1)}"
+        last = episode[-1][1]
+        if last.status == "ok":
+            assert (last.failures, last.probes) == (len(failures), 0)
             ended += 1
     return ended
 
 
-def check_counts(got: Counter, injected: Counter, log: list[tuple[float, str]]) -> None:
+def check_counts(got: Counter, injected: Counter, log: list[tuple[float, Event]]) -> None:
     """Every injected fault is recorded with its reason. Timeouts may be more: a replica
     whose new connections fail is in backoff (the same schedule as refused connects), and
     a request that waits it out can run out of time; that happens only after a failure
@@ -73,7 +84,7 @@ def check_counts(got: Counter, injected: Counter, log: list[tuple[float, str]]) 
     extra = got["timeout"] - injected["timeout"]
     assert extra >= 0
     if extra:
-        assert any("connect failed" in line for _, line in log)
+        assert any(isinstance(e, ReplicaChanged) and e.status == "backoff" for _, e in log)
 
 
 def alone(kind: str) -> dict:
@@ -160,7 +171,7 @@ async def mixed_run(tmp_path, games: int, concurrency: int, void_after: int = 15
         assert await settled_task_count(farm) == baseline
         nursery.cancel_scope.cancel()
     summary = run.summary
-    assert summary.state.done == games and summary.state.stop_reason is None
+    assert summary.state.done == games and summary.state.stop is None
     assert summary.dropped_in_flight == 0
     records = check_recordings(run.run_dir, games)
     got = recorded(records)
@@ -206,7 +217,10 @@ async def test_a_player_whose_requests_all_fail_stops_the_run_with_exit_3(
     assert summary.state.done == 0
     assert summary.exit_code == 3
     assert summary.stop_kind == "down"
-    assert f"alpha at {farm.replicas('alpha')[0]}" in summary.state.stop_reason
+    stop = summary.state.stop
+    assert isinstance(stop, VoidStreak) and stop.unreachable == (
+        ("alpha", farm.replicas("alpha")[0]),)
+    assert f"cannot connect to alpha at {farm.replicas('alpha')[0]}; " in stop_reason(stop)
 
 
 async def test_a_void_streak_of_timeouts_exits_4(tmp_path, fault_clock) -> None:
@@ -221,14 +235,16 @@ async def test_a_void_streak_of_timeouts_exits_4(tmp_path, fault_clock) -> None:
         nursery.cancel_scope.cancel()
     summary = run.summary
     assert (summary.state.done, summary.exit_code, summary.stop_kind) == (0, 4, "void")
-    assert summary.state.stop_reason.startswith("10 void games in a row (fallbacks alpha: "
-                                                "timeout ")
+    stop = summary.state.stop
+    assert isinstance(stop, VoidStreak) and stop.games == 10 and not stop.unreachable
+    assert stop.fallbacks[0][0] == "alpha" and stop.fallbacks[0][1][0][0] == "timeout"
+    assert stop_reason(stop).startswith("10 void games in a row (fallbacks alpha: timeout ")
 
 
 def down_events(run) -> tuple[float, float | None]:
     """When the run saw alpha go down, and when it saw it back (None: never)."""
-    down = next(t for t, line in run.log if line.startswith("player alpha is down ("))
-    back = next((t for t, line in run.log if line == "player alpha is back: its games go on"),
+    down = next(t for t, e in run.log if isinstance(e, PlayerDown) and e.player == "alpha")
+    back = next((t for t, e in run.log if isinstance(e, PlayerBack) and e.player == "alpha"),
                 None)
     return down, back
 
@@ -309,11 +325,12 @@ async def test_a_player_down_longer_than_down_pause_stops_the_run_with_exit_3(
     run, where = await outage_run(tmp_path, up_after=None, down_pause=90, games=200)
     summary = run.summary
     assert summary.exit_code == 3
-    assert summary.state.stop_reason == (
+    assert summary.state.stop == PlayerDownTooLong("alpha", where, 90.0)
+    assert stop_reason(summary.state.stop) == (
         f"player alpha is down ({where}) for 90 s; resume with --resume once it is back"
     )
     down, back = down_events(run)
-    stopped = next(t for t, line in run.log if line.startswith("stopping: "))
+    stopped = next(t for t, e in run.log if isinstance(e, RunStop))
     assert back is None and 90 <= stopped - down < 91
     assert 0 < summary.dropped_in_flight <= 4  # the paused games, replayed on --resume
     assert not any(r["void"] for r in journal(run.run_dir))

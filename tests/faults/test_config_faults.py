@@ -53,6 +53,6 @@ async def test_an_openings_folder_without_usable_games_is_one_line_and_no_folder
                     + "[openings]\nsgf_dir = \"openings\"\nplies = 4\n")
     with pytest.raises(CollectError) as caught:
         await collect(CollectOptions(path, games=2, recordings=tmp_path / "rec",
-                                     dashboard=False), log=lambda line: None)
+                                     dashboard=False))
     assert str(caught.value) == f"{openings}: no SGF with 4 opening moves on 19x19"
     assert not (tmp_path / "rec").exists()

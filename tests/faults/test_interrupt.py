@@ -21,6 +21,7 @@ import pytest
 import trio
 
 from orchestrator.collect.run import CollectOptions, collect
+from orchestrator.events import Event, Interrupted
 from orchestrator.serve import RandomEngine, serve_go19
 from tests.conftest import REPO
 
@@ -198,10 +199,9 @@ def test_ctrl_c_twice_in_a_busy_run_accounts_for_every_game(tmp_path: Path) -> N
         wanted = rng.randint(1, 600)
         seen: dict[str, int] = {}
 
-        def log(line: str, seen=seen) -> None:
-            if m := re.fullmatch(r"interrupted: finishing (\d+) games? — Ctrl-C again to "
-                                 r"drop them", line):
-                seen["in_flight"] = int(m[1])  # what the collector had in flight then
+        def log(event: Event, seen=seen) -> None:
+            if isinstance(event, Interrupted):
+                seen["in_flight"] = event.in_flight  # what the collector had in flight then
 
         async def ctrl_c_twice(collector, wanted=wanted, seen=seen) -> None:
             while collector.state.done < wanted:

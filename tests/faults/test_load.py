@@ -122,7 +122,7 @@ async def test_embedded_servers_take_every_connection_of_their_client(tmp_path: 
     matchup = tmp_path / "emb.toml"
     matchup.write_text(EMBEDDED)
     summary = await collect(CollectOptions(matchup, games=800, recordings=tmp_path / "rec",
-                                           dashboard=False), log=lambda line: None)
+                                           dashboard=False))
     assert summary.state.done == 800
-    fallbacks = [c for r in summary.state.records for c in r["fallbacks"].values() if c]
+    fallbacks = [c for r in summary.state.records for c in r.fallbacks.values() if c]
     assert not fallbacks, fallbacks[:5]

@@ -23,6 +23,8 @@ import pytest
 from sgfmill import sgf
 
 from orchestrator.collect.recorder import append_line
+from orchestrator.collect.standings import words
+from orchestrator.events import JournalRepaired, RunResumed
 from tests.conftest import REPO
 
 from .harness import check_recordings, journal, run_collect, two_go19_players
@@ -117,13 +119,15 @@ async def test_resume_repairs_and_reports_what_it_found(tmp_path: Path) -> None:
 
     resumed = await run_collect(matchup, rec, games=6, resume=True)
     assert resumed.run_dir == run_dir
-    said = [line for _, line in resumed.log if line.startswith("resume: ")]
+    said = [words(e) for _, e in resumed.log if isinstance(e, JournalRepaired)]
     assert sorted(said) == sorted([
         f"resume: journal line rebuilt from {by_slot[2]['sgf']}",
         f"resume: journal line dropped, no SGF: game {by_slot[1]['game']} ({by_slot[1]['sgf']})",
         f"resume: unreadable SGF moved to corrupt/: {by_slot[4]['sgf']}",
         "resume: removed 1 unfinished temporary file(s)",
     ])
+    (resuming,) = [e for _, e in resumed.log if isinstance(e, RunResumed)]
+    assert resuming == RunResumed(str(run_dir), 4, 6)  # slots 0, 2 (rebuilt), 3 and 5
     final = check_recordings(run_dir, 6)
     rebuilt = next(r for r in final if r["sgf"] == by_slot[2]["sgf"])
     assert rebuilt == by_slot[2]  # the SGF carried the whole record

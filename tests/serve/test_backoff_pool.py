@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import trio
 
+from orchestrator.collect.standings import words
 from orchestrator.color import BLACK
+from orchestrator.events import Event, ReplicaChanged
 from orchestrator.players.base import ConnectionFailed, EndpointDown
 from orchestrator.players.go19 import Go19Endpoint
 from orchestrator.protocol import go19 as wire
@@ -183,7 +185,7 @@ async def test_a_server_that_accepts_and_hangs_up_goes_down_like_a_refusing_one(
 ) -> None:
     server = ScriptedServer(hang_up)
     port = await server.start(nursery)
-    events: list[tuple[float, str]] = []
+    events: list[tuple[float, Event]] = []
     async with Go19Endpoint([(LOCALHOST, port)],
                             on_event=lambda e: events.append((trio.current_time(), e))) as endpoint:
         failed_at = []
@@ -204,16 +206,20 @@ async def test_a_server_that_accepts_and_hangs_up_goes_down_like_a_refusing_one(
     assert failed_at == ATTEMPTS  # the refused connection's schedule, to the tick
     assert server.connections == 6
     reason = "server closed the connection before replying"
+    where = f"{LOCALHOST}:{port}"
     assert [e for _, e in events] == [
-        *(f"{LOCALHOST}:{port}: connect failed ({reason}); retry in {1.5 * n:g} s"
-          for n in range(1, 6)),
-        f"{LOCALHOST}:{port}: down after 6 failed connects ({reason})",
+        *(ReplicaChanged(where, "backoff", 1.5 * n, reason, n) for n in range(1, 6)),
+        ReplicaChanged(where, "down", 9.0, reason, 6),
+    ]
+    assert [words(e) for _, e in events][-2:] == [
+        f"{where}: connect failed ({reason}); retry in 7.5 s",
+        f"{where}: down after 6 failed connects ({reason})",
     ]
 
 
 async def test_hang_ups_together_do_not_speed_up_the_schedule(nursery, loopback_clock) -> None:
     port = await ScriptedServer(hang_up).start(nursery)
-    events: list[tuple[float, str]] = []
+    events: list[tuple[float, ReplicaChanged]] = []
     async with Go19Endpoint([(LOCALHOST, port)], slots_per_replica=8,
                             on_event=lambda e: events.append((trio.current_time(), e))) as endpoint:
         async with trio.open_nursery() as clients:
@@ -222,9 +228,8 @@ async def test_hang_ups_together_do_not_speed_up_the_schedule(nursery, loopback_
         (stats,) = endpoint.replica_stats()
     # Connections opened before a failure was counted fail in the same round: each round
     # is one step of the schedule, whatever the number of requests that broke in it.
-    failures = [(t, e.split("retry in ")[1]) for t, e in events if "connect failed" in e]
-    assert failures == [(0.0, "1.5 s"), (1.5, "3 s"), (4.5, "4.5 s"), (9.0, "6 s")][
-        :len(failures)]
+    failures = [(t, e.retry_in) for t, e in events if e.status == "backoff"]
+    assert failures == [(0.0, 1.5), (1.5, 3.0), (4.5, 4.5), (9.0, 6.0)][:len(failures)]
     assert stats.consecutive_failures == len(failures) and stats.status == "backoff"
 
 
@@ -249,7 +254,7 @@ async def test_a_server_that_answers_once_per_connection_is_not_down(
 
 async def test_down_replica_is_probed_and_used_again(nursery, loopback_clock) -> None:
     port = closed_port()
-    events: list[tuple[float, str]] = []
+    events: list[tuple[float, ReplicaChanged]] = []
     async with trio.open_nursery() as probes:
         endpoint = Go19Endpoint([(LOCALHOST, port)], nursery=probes,
                                 on_event=lambda e: events.append((trio.current_time(), e)))
@@ -279,9 +284,10 @@ async def test_down_replica_is_probed_and_used_again(nursery, loopback_clock) ->
         # Closing the endpoint ends its probes: this nursery can exit.
     where = f"{LOCALHOST}:{port}"
     assert events[-2:] == [
-        (22.5, f"{where}: down after 6 failed connects (connection refused)"),
-        (82.5, f"{where}: back up, answered PING after 5 probes; in use again"),
+        (22.5, ReplicaChanged(where, "down", 9.0, "connection refused", 6)),
+        (82.5, ReplicaChanged(where, "ok", failures=10, probes=5)),
     ]
+    assert words(events[-1][1]) == f"{where}: back up, answered PING after 5 probes; in use again"
 
 
 async def test_closing_the_endpoint_stops_probing(nursery, loopback_clock) -> None:

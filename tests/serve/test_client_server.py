@@ -15,6 +15,7 @@ from orchestrator.coords import PASS, from_gtp
 from orchestrator.players.base import ConnectionFailed, ProtocolViolation, RefusedMove
 from orchestrator.players.go19 import Go19Connection, Go19Endpoint, Go19Player
 from orchestrator.protocol import go19 as wire
+from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 from orchestrator.serve import HeuristicEngine, RandomEngine, ServerStats
 
@@ -62,7 +63,7 @@ async def test_player_sends_a_png_of_the_requested_size(nursery) -> None:
     port = await server.start(nursery)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         game = game_with("D16")
-        assert await Go19Player(endpoint, "r4", image_px=256).genmove(game) == 0
+        assert await Go19Player(endpoint, "r4", RenderSettings(image_px=256)).genmove(game) == 0
     request = server.requests[0][1]
     assert request.ai_side == WHITE
     image = Image.open(io.BytesIO(request.png))

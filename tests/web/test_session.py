@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from types import SimpleNamespace
 
 import pytest
 import trio
 import trio.testing
+from pydantic import ValidationError
 
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
+from orchestrator.collect.state import RunState
 from orchestrator.color import BLACK
 from orchestrator.coords import PASS, from_gtp
 from orchestrator.players.base import RefusedMove
@@ -20,7 +23,7 @@ from orchestrator.serve import HeuristicEngine, serve_go19
 from orchestrator.sgf import read_games
 from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
 from orchestrator.web.session import PlaySession
-from orchestrator.web.watch import _FALLBACK_EVENT
+from orchestrator.web.watch import WatchHub
 from tests.web.harness import free_port
 
 
@@ -166,6 +169,63 @@ async def test_cancel_vlm_response_lets_the_local_ai_play_marked(tmp_path):
         nursery.cancel_scope.cancel()
 
 
+async def test_the_vlm_seat_has_the_pages_timeout_and_the_human_no_clock(
+        tmp_path, loopback_clock):
+    """One clock, the referee's: the silent server's move falls back at the page's timeout
+    to the tick; the human then thinks for an hour of virtual time and plays on, no
+    fallback."""
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(partial(serve_go19, Silent(), "127.0.0.1", 0))
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="hv", port1=port, timeout=7)})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
+        await until(session, lambda: session.snapshot()["can_cancel"])
+        asked = trio.current_time()
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        assert session.marks == {1: "timeout"}
+        assert trio.current_time() - asked == pytest.approx(7, abs=0.2)
+        await trio.sleep(3600)
+        assert session.waiting_human and session.marks == {1: "timeout"}
+        session.handle({"type": "click", "point": from_gtp("D4", 19)})
+        await until(session, lambda: session.live.game.move_number == 3)
+        assert session.marks == {1: "timeout"}
+        nursery.cancel_scope.cancel()
+
+
+async def test_vlm_pictures_have_the_settings_size_and_the_record_says_so(tmp_path):
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(partial(serve_go19, HeuristicEngine(seed=3), "127.0.0.1",
+                                           0))
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="hv", port1=port,
+                                                            image_px=200)})
+        await until(session, lambda: session.waiting_human)
+        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
+        await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
+        assert session.vlm_png is not None
+        assert decode_png_size(session.vlm_png) == (200, 200)
+        session.handle({"type": "resign"})
+        await until(session, lambda: bool(session.saved))
+        text = session.saved[0].read_text()
+        assert '"render":{"image_px":200,"mark_last":true}' in text
+        nursery.cancel_scope.cancel()
+
+
+def decode_png_size(png: bytes) -> tuple[int, int]:
+    """Width and height from the PNG's IHDR chunk."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def test_a_picture_size_the_renderer_cannot_draw_is_refused(tmp_path):
+    from orchestrator.web.session import PlaySettings, settings_error
+
+    with pytest.raises(ValidationError) as caught:
+        PlaySettings.model_validate(settings(image_px=40))
+    assert settings_error(caught.value).startswith("bad setting image_px: ")
+
+
 class Counting:
     """The heuristic AI over GO19, counting the requests it answered."""
 
@@ -234,7 +294,6 @@ async def test_reconnect_countdown_backs_off_and_gives_up_after_six(loopback_clo
 
 
 async def test_the_watch_page_counts_the_referees_fallback_events():
-    events: list[str] = []
 
     class Broken:
         name = "broken"
@@ -246,9 +305,18 @@ async def test_the_watch_page_counts_the_referees_fallback_events():
             return None
 
     spec = GameSpec(slot=0, black="broken", white="ai")
-    live = LiveGame(number=7, spec=spec, game=Game(), event_sink=events.append)
+    state = RunState(run_id="r", target=1, players=["ai", "broken"])
+    hub = WatchHub(SimpleNamespace(state=state))
+    live = LiveGame(number=7, spec=spec, game=Game())
+    state.live[7] = live
+    seen_live = []
+
+    def on_event(event) -> None:
+        state.emit(event)
+        seen_live.append(hub.live_view(7)["fallbacks"])
+
     await play_game(spec, 7, {"broken": Broken(), "ai": HeuristicPlayer("ai", seed=1)},
-                    RefereeSettings(move_cap=6), live=live)
-    assert len(events) == 3
-    assert all(_FALLBACK_EVENT.match(e) and _FALLBACK_EVENT.match(e).group(1) == "7"
-               for e in events)
+                    RefereeSettings(move_cap=6), live=live, on_event=on_event)
+    assert hub.fallbacks == {7: 3}  # moves 1, 3 and 5: Black's
+    # After each event: a fallback, its move, White's move; three times.
+    assert seen_live == [1, 1, 1, 2, 2, 2, 3, 3, 3]

@@ -1,0 +1,192 @@
+"""Everything a run says, as values (a shared contract).
+
+The referee, the collector, the players' endpoints and the web pages announce what
+happens through one ``on_event(event)`` callback; :class:`~orchestrator.collect.state.RunState`
+keeps the facts it needs and fans each event out to its subscribers (the dashboard, the
+plain log, the watch page). Nothing parses an event back from text: a subscriber looks at
+its type and fields, and :mod:`orchestrator.collect.standings` is the one place events
+become words.
+
+Adding an event is a frozen dataclass here, subclassing :class:`Event`, plus its wording
+in ``standings.words`` (a test checks that every event has one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from orchestrator.recordings import JournalRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """The base of everything a run says."""
+
+
+OnEvent = Callable[[Event], None]
+
+
+# -- one game ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GameStarted(Event):
+    game: int
+    slot: int
+    black: str
+    white: str
+
+
+@dataclass(frozen=True, slots=True)
+class MovePlayed(Event):
+    """A move on the board. ``source`` is its SGF mark (None: the player's own move,
+    ``opening``, ``fallback:<reason>``); ``ms`` how long the player took to answer, when
+    it answered in time (an illegal answer too)."""
+
+    game: int
+    move: int  # 1-based
+    player: str
+    color: int
+    point: int
+    source: str | None
+    ms: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback(Event):
+    """The heuristic AI plays ``move`` for ``player``, whose answer could not be used:
+    ``reason`` is the fallback reason of the SGF mark and the journal (``timeout``,
+    ``cancelled``, ``connection``, ``illegal:superko`` …)."""
+
+    game: int
+    move: int  # 1-based
+    player: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRaised(Event):
+    """A player failed in a way it does not report (a bug): the move falls back as
+    ``error``; ``error`` is the exception's repr."""
+
+    game: int
+    player: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecorded(Event):
+    """A finished game (void ones too) is in the recordings: its journal record."""
+
+    record: JournalRecord
+
+
+# -- the players -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaChanged(Event):
+    """A GO19 replica's health changed. ``status``: ``backoff`` (a connect failed; the next
+    attempt in ``retry_in`` s), ``down`` (given up after ``failures`` connects; probed in
+    the background) or ``ok`` (working again: after ``failures`` failed attempts, or after
+    ``probes`` background probes when it had been down)."""
+
+    address: str
+    status: Literal["backoff", "down", "ok"]
+    retry_in: float | None = None
+    error: str | None = None
+    failures: int = 0
+    probes: int = 0
+    player: str | None = None  # the matchup's name for the endpoint, when it has one
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerDown(Event):
+    """Every replica of ``player`` is down: its games wait up to ``pause_s``."""
+
+    player: str
+    where: str
+    pause_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerBack(Event):
+    player: str
+
+
+# -- the run -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRepaired(Event):
+    """What resuming a run found and fixed in its folder."""
+
+    repair: Literal["rebuilt", "dropped", "quarantined", "temp-removed"]
+    what: str  # the SGF's name, the dropped line's game, or how many temporary files
+
+
+@dataclass(frozen=True, slots=True)
+class RunResumed(Event):
+    run_dir: str
+    done: int
+    target: int
+
+
+@dataclass(frozen=True, slots=True)
+class SprtStatus:
+    """The SPRT of the matchup's pairing after the latest game (not an event: the run
+    state keeps the latest, :class:`SprtAccepted` carries the deciding one)."""
+
+    player: str
+    opponent: str
+    elo0: float
+    elo1: float
+    llr: float
+    lower: float
+    upper: float
+    decision: Literal["H0", "H1"] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunStop(Event):
+    """The run stops starting games; why is the subclass."""
+
+
+@dataclass(frozen=True, slots=True)
+class SprtAccepted(RunStop):
+    sprt: SprtStatus
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerDownTooLong(RunStop):
+    player: str
+    where: str
+    pause_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class VoidStreak(RunStop):
+    """``games`` void games in a row. ``fallbacks``: per player, its fallback reasons in
+    the streak, most common first; ``unreachable``: (player, where) of the players whose
+    fallbacks were mostly failed connections."""
+
+    games: int
+    fallbacks: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]
+    unreachable: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted(RunStop):
+    """The first Ctrl-C (or SIGTERM): ``in_flight`` games are let finish."""
+
+    in_flight: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchPage(Event):
+    """``collect --web``: the watch page is served at ``url``, or (``error``) is not."""
+
+    url: str
+    error: str | None = None
