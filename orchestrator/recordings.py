@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from orchestrator.color import BLACK, WHITE
 from orchestrator.ratings.elo import Pentanomial, Wdl
@@ -30,6 +37,7 @@ from orchestrator.ratings.outcomes import (
     pentanomial_from_games,
     split_by_color,
 )
+from orchestrator.render import RenderSettings
 from orchestrator.sgf import SgfGame
 
 RUN_FILE = "run.json"
@@ -95,6 +103,40 @@ class LatencySummary(_Part):
     max: float | None = None
 
 
+class PlayerMeta(_Part):
+    """Who played one side, as its game's record keeps it (``players`` of a journal record,
+    ``GOXIXB``/``GOXIXW`` in the SGF). Each kind of player writes the fields it has and
+    only those: a record reads back as it was written.
+
+    What a model saw travels here too, so that a training export rebuilds it from the game
+    alone: ``render``, how its pictures were drawn (GO19 players); ``prompt_sha256``, the
+    sha256 of the prompt template it was asked with, and ``answer``, how its answers spell
+    a move (``gtp``, ``sgf``, ``rowcol``: :data:`orchestrator.coords.MOVE_TEXTS`), for
+    players that prompt a model themselves."""
+
+    kind: str = ""  # go19 | gtp | heuristic | random | human, …
+    adapter: str | None = None
+    model: str | None = None
+    endpoint: str | None = None  # the replicas, "host:port,host:port"
+    embedded: dict | None = None  # a GO19 server started inside collect: its settings
+    replicas: list[str] | None = None
+    command: str | None = None  # a GTP engine's command line
+    level: int | None = None
+    seed: int | None = None
+    render: RenderSettings | None = None
+    prompt_sha256: str | None = None
+    answer: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """Only the fields a writer gave (and unknown ones), in their order."""
+        given = self.model_fields_set | set(self.model_extra or ())
+        return {key: value for key, value in handler(self).items() if key in given}
+
+    def as_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
+
 class JournalRecord(_Part):
     """One finished game, as a ``games.jsonl`` line and as the SGF's :data:`RECORD_PROP`.
 
@@ -108,7 +150,7 @@ class JournalRecord(_Part):
     void: bool
     black: str
     white: str
-    players: dict[str, dict] = Field(default_factory=dict)
+    players: dict[str, PlayerMeta] = Field(default_factory=dict)
     size: int
     komi: float
     handicap: int = 0

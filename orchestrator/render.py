@@ -38,6 +38,7 @@ LAST_MOVE = (225, 35, 35)
 MIN_SIZE, MAX_SIZE = 2, len(GTP_COLUMNS)
 MAX_PX = 4096
 MIN_SPACING = 6
+DEFAULT_IMAGE_PX = 512  # the side of the picture a GO19 request carries, unless set
 _EMPTY, _WHITE = 0, 2
 _VARIANTS = 5  # empty, black, white, black + last move, white + last move
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -57,7 +58,8 @@ _ZLIB_HEADER = b"\x78\x01"  # deflate, 32 KiB window, fastest level; checksum-va
 
 def _deflate_piece(rows: np.ndarray, last: bool) -> bytes:
     packer = zlib.compressobj(1, zlib.DEFLATED, -15)  # raw deflate: no header or checksum
-    return packer.compress(rows) + packer.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+    return packer.compress(rows.data) + packer.flush(
+        zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,8 @@ def _check_size(size: int, px: int) -> None:
         )
 
 
-def point_center(point_or_rowcol: int | tuple[int, int], board_size: int, size_px: int = 512,
-                 ) -> tuple[int, int]:
+def point_center(point_or_rowcol: int | tuple[int, int], board_size: int,
+                 size_px: int = DEFAULT_IMAGE_PX) -> tuple[int, int]:
     """Pixel ``(x, y)`` at the middle of an intersection (the centre of its line pixels)."""
     _check_size(board_size, size_px)
     if isinstance(point_or_rowcol, tuple):
@@ -199,7 +201,9 @@ def _quantise(pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     padded = np.concatenate([pixels, np.repeat(pixels[:1], -len(pixels) % width, 0)])
     picture = Image.fromarray(padded.reshape(-1, width, 3))
     quantised = picture.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    palette = np.array(quantised.getpalette()[:768], np.uint8).reshape(-1, 3)
+    colors = quantised.getpalette()
+    assert colors is not None, "a quantised picture has a palette"
+    palette = np.array(colors[:768], np.uint8).reshape(-1, 3)
     indices = np.asarray(quantised).reshape(-1)[:len(pixels)]
     # Median cut averages its boxes; the flat colours that fill most of the picture stay exact.
     keys = pixels.astype(np.uint32) @ np.array([1 << 16, 1 << 8, 1], np.uint32)
@@ -236,8 +240,9 @@ def _layout(size: int, px: int) -> _Layout:
     header = _PNG_SIGNATURE + _chunk(b"IHDR", ihdr) + _chunk(b"PLTE", palette.tobytes())
     top, bottom = empty[:origin], empty[origin + span:]
     return _Layout(size, px, spacing, origin, empty, tiles, palette, header,
-                   _deflate_piece(top, last=False), zlib.adler32(top),
-                   _deflate_piece(bottom, last=True), zlib.adler32(bottom), bottom.size)
+                   _deflate_piece(top, last=False), zlib.adler32(top.data),
+                   _deflate_piece(bottom, last=True), zlib.adler32(bottom.data),
+                   bottom.size)
 
 
 def _board_size(board: np.ndarray) -> int:
@@ -287,7 +292,7 @@ def _band(size: int, px: int, row: int, variants: bytes) -> tuple[bytes, int]:
     top = layout.origin + row * layout.spacing
     rows = layout.empty[top:top + layout.spacing].copy()
     _fill(layout, rows, row, np.frombuffer(variants, np.uint8)[None])
-    return _deflate_piece(rows, last=False), zlib.adler32(rows)
+    return _deflate_piece(rows, last=False), zlib.adler32(rows.data)
 
 
 def _adler_combine(first: int, second: int, second_len: int) -> int:
@@ -299,7 +304,8 @@ def _adler_combine(first: int, second: int, second_len: int) -> int:
     return (low % base) | (high % base) << 16
 
 
-def render_png(board: np.ndarray, last_move: int | None = None, size_px: int = 512) -> bytes:
+def render_png(board: np.ndarray, last_move: int | None = None,
+               size_px: int = DEFAULT_IMAGE_PX) -> bytes:
     """The position as a ``size_px`` square palette PNG; ``last_move`` (a point) gets a red dot."""
     variants = _variants(board, last_move, size_px)
     layout = _layout(len(variants), size_px)
@@ -316,8 +322,8 @@ def render_png(board: np.ndarray, last_move: int | None = None, size_px: int = 5
     return layout.header + _chunk(b"IDAT", stream) + _IEND
 
 
-def render_image(board: np.ndarray, last_move: int | None = None, size_px: int = 512,
-                 ) -> np.ndarray:
+def render_image(board: np.ndarray, last_move: int | None = None,
+                 size_px: int = DEFAULT_IMAGE_PX) -> np.ndarray:
     """The same picture as :func:`render_png`, as an RGB ``(size_px, size_px, 3)`` uint8 array."""
     variants = _variants(board, last_move, size_px)
     layout = _layout(len(variants), size_px)
@@ -325,6 +331,21 @@ def render_image(board: np.ndarray, last_move: int | None = None, size_px: int =
     raw = layout.empty.copy()
     _fill(layout, raw[lo:lo + layout.size * layout.spacing], 0, variants)
     return layout.palette.take(raw[:, 1:], axis=0)  # take: several times faster than []
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSettings:
+    """How one player's pictures are drawn: everything :func:`render_png` takes besides
+    the position. A game's record keeps them per player (``render`` in its metadata), so
+    a training export draws exactly what the model saw."""
+
+    image_px: int = DEFAULT_IMAGE_PX
+    mark_last: bool = True  # the red dot on the last stone played
+
+    def picture(self, board: np.ndarray, last_move: int | None) -> bytes:
+        """The PNG of ``board``; ``last_move``, the stone last played (None after a pass
+        or at the start), is marked when ``mark_last``."""
+        return render_png(board, last_move if self.mark_last else None, self.image_px)
 
 
 def _square_size(image: np.ndarray, board_size: int) -> int:

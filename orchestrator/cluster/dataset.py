@@ -1,7 +1,7 @@
 """``go19 dataset build --ray``: step 1 of the build (read, replay, samples) as Ray tasks.
 
 Each task is :func:`orchestrator.positions.samples.read_files` on one batch of files, the
-very function and batches (``build._batches``) that ``--workers`` hands its processes; the
+very function and batches (``reading.batches``) that ``--workers`` hands its processes; the
 driver takes the results back in batch order, so dedup, picks and shards (steps 2-6, in
 the driver as always) see the games in the same order and the dataset is the same, byte
 for byte. At most ``max_in_flight`` tasks are out at once: a slow driver holds back the
@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orchestrator.dataset.build import _batches
+from orchestrator.dataset.reading import batches
 from orchestrator.positions.samples import GameRead, read_files
+
+if TYPE_CHECKING:
+    from orchestrator.export.chunk import ChunkResult, ExportTask
 
 
 def in_flight_for(ray: Any) -> int:
@@ -35,7 +38,7 @@ def ray_reader(ray: Any, max_in_flight: int | None = None
     def read(files: Sequence[str]) -> Iterator[GameRead]:
         pending: deque = deque()
         try:
-            for batch in _batches(files):
+            for batch in batches(files):
                 pending.append(task.remote(batch))
                 if len(pending) >= limit:
                     for games in ray.get(pending.popleft()):
@@ -50,7 +53,9 @@ def ray_reader(ray: Any, max_in_flight: int | None = None
     return read
 
 
-def ray_runner(ray: Any, max_in_flight: int | None = None) -> Callable[..., Iterator[dict]]:
+def ray_runner(ray: Any, max_in_flight: int | None = None
+               ) -> Callable[[list[ExportTask], int, Callable[[int], None]],
+                             Iterator[ChunkResult]]:
     """A ``runner`` for :func:`orchestrator.export.pipeline.export`: each chunk is
     :func:`~orchestrator.export.chunk.export_chunk` in a Ray task (the function the
     process pool runs), results in task order, at most ``max_in_flight`` out. A chunk
@@ -61,7 +66,8 @@ def ray_runner(ray: Any, max_in_flight: int | None = None) -> Callable[..., Iter
     limit = max_in_flight or in_flight_for(ray)
     task = ray.remote(export_chunk)
 
-    def run(tasks: list[dict], workers: int, done: Callable[[int], None]) -> Iterator[dict]:
+    def run(tasks: list[ExportTask], workers: int, done: Callable[[int], None]
+            ) -> Iterator[ChunkResult]:
         pending: deque = deque()
         written = 0
         try:
@@ -69,12 +75,12 @@ def ray_runner(ray: Any, max_in_flight: int | None = None) -> Callable[..., Iter
                 pending.append(task.remote(item))
                 if len(pending) >= limit:
                     result = ray.get(pending.popleft())
-                    written += result["samples"]
+                    written += result.samples
                     done(written)
                     yield result
             while pending:
                 result = ray.get(pending.popleft())
-                written += result["samples"]
+                written += result.samples
                 done(written)
                 yield result
         finally:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from orchestrator.dataset.shards import DatasetError
+from orchestrator.export.pipeline import Runner
 from orchestrator.positions.samples import GameRead
 
 LOCAL = "local"
@@ -41,7 +42,7 @@ def reader(args: argparse.Namespace) -> Iterator[Reader | None]:
 
 
 @contextmanager
-def runner(args: argparse.Namespace) -> Iterator[Callable[..., Iterator[dict]] | None]:
+def runner(args: argparse.Namespace) -> Iterator[Runner | None]:
     """The export's runner for ``--ray`` (chunks as Ray tasks), or None without it."""
     if args.ray is None:
         yield None

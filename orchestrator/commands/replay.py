@@ -5,12 +5,15 @@ passes) or why it was rejected."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from orchestrator.files import read_sgf_file
 from orchestrator.rules.replay import replay
@@ -48,7 +51,30 @@ def sgf_files(paths: list[Path]) -> Iterator[Path]:
             yield path
 
 
-def check_file(path: Path, require_size: int | None) -> list[dict]:
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """One game of a file (or a file no game could be read from): what ``--json`` prints."""
+
+    path: str
+    status: str  # ok | rejected
+    reason: str | None  # rejected: SgfError.reason
+    detail: str | None
+    at_move: int | None
+    moves: int | None
+    size: int | None
+    re: str | None  # the SGF's RE, when it has one
+    tromp_taylor: str | None  # the area count of a game that ended by two passes
+    game_index: int | None = None  # in a file of several games
+
+    def as_dict(self) -> dict[str, Any]:
+        record = {name: getattr(self, name) for name in self.__dataclass_fields__
+                  if name != "game_index"}
+        if self.game_index is not None:
+            record["game_index"] = self.game_index
+        return record
+
+
+def check_file(path: Path, require_size: int | None) -> list[ReplayResult]:
     """One record per game in the file, or a single record when it cannot be read."""
     try:
         games = read_sgf_file(path, require_size=require_size)
@@ -69,41 +95,39 @@ def check_file(path: Path, require_size: int | None) -> list[dict]:
 def _record(
     path: Path, game: SgfGame | None, score: str | None, error: SgfError | None,
     several: bool = False,
-) -> dict:
-    record = {
-        "path": str(path),
-        "status": "rejected" if error else "ok",
-        "reason": error.reason if error else None,
-        "detail": error.detail if error else None,
-        "at_move": getattr(error, "move", None),
-        "moves": len(game.moves) if game else None,
-        "size": game.size if game else None,
-        "re": (game.result or None) if game else None,
-        "tromp_taylor": score,
-    }
-    if several and game is not None:
-        record["game_index"] = game.game_index
-    return record
+) -> ReplayResult:
+    return ReplayResult(
+        path=str(path),
+        status="rejected" if error else "ok",
+        reason=error.reason if error else None,
+        detail=error.detail if error else None,
+        at_move=getattr(error, "move", None),
+        moves=len(game.moves) if game else None,
+        size=game.size if game else None,
+        re=(game.result or None) if game else None,
+        tromp_taylor=score,
+        game_index=game.game_index if several and game is not None else None,
+    )
 
 
-def _line(record: dict) -> str:
-    where = record["path"]
-    if "game_index" in record:
-        where += f" (game {record['game_index'] + 1})"
-    if record["status"] == "rejected":
-        return f"{where}: rejected ({record['reason']}): {record['detail']}"
-    moves = record["moves"]
+def _line(record: ReplayResult) -> str:
+    where = record.path
+    if record.game_index is not None:
+        where += f" (game {record.game_index + 1})"
+    if record.status == "rejected":
+        return f"{where}: rejected ({record.reason}): {record.detail}"
+    moves = record.moves
     text = f"{where}: ok, {moves} move{'' if moves == 1 else 's'}"
-    if record["re"]:
-        text += f", RE[{record['re']}]"
-    if record["tromp_taylor"]:
-        text += f", two passes, Tromp-Taylor {record['tromp_taylor']}"
+    if record.re:
+        text += f", RE[{record.re}]"
+    if record.tromp_taylor:
+        text += f", two passes, Tromp-Taylor {record.tromp_taylor}"
     return text
 
 
-def _summary(files: int, records: list[dict]) -> str:
-    ok = sum(r["status"] == "ok" for r in records)
-    reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
+def _summary(files: int, records: list[ReplayResult]) -> str:
+    ok = sum(r.status == "ok" for r in records)
+    reasons = Counter(r.reason for r in records if r.status != "ok")
     text = f"{files} files: {ok} games ok, {len(records) - ok} rejected"
     if reasons:
         text += " (" + ", ".join(f"{k} {n}" for k, n in sorted(reasons.items())) + ")"
@@ -118,15 +142,17 @@ def run(args: argparse.Namespace) -> int:
     require_size = 19 if args.require_19 else None
     # File names need not be valid UTF-8; show their odd bytes escaped, never crash.
     for stream in (sys.stdout, sys.stderr):
-        stream.reconfigure(errors="backslashreplace")
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     files = 0
-    records: list[dict] = []
+    records: list[ReplayResult] = []
     try:
         for path in sgf_files(args.paths):
             files += 1
             for record in check_file(path, require_size):
                 records.append(record)
-                print(json.dumps(record, ensure_ascii=False) if args.json else _line(record))
+                print(json.dumps(record.as_dict(), ensure_ascii=False) if args.json
+                      else _line(record))
         if files == 0:
             print(f"replay: no SGF file (*.sgf) in {', '.join(map(str, args.paths))}",
                   file=sys.stderr)

@@ -6,6 +6,7 @@ from orchestrator.dataset.build import BuildOptions, Counts, Stage, build
 from orchestrator.dataset.shards import (
     FIELDS,
     DatasetError,
+    GameTableRow,
     iter_shards,
     load,
     load_games,
@@ -14,6 +15,7 @@ from orchestrator.dataset.shards import (
 from orchestrator.positions.samples import GameRead, Positions
 
 __all__ = [
-    "FIELDS", "BuildOptions", "Counts", "DatasetError", "GameRead", "Positions", "Stage",
+    "FIELDS", "BuildOptions", "Counts", "DatasetError", "GameRead", "GameTableRow",
+    "Positions", "Stage",
     "build", "iter_shards", "load", "load_games", "read_manifest",
 ]

@@ -3,7 +3,8 @@
 Pipeline, per game, in input order (files as :mod:`.sources` lists them, games
 in file order, moves in game order):
 
-1. **read and replay** (:mod:`.samples`, in ``workers`` processes): every move of
+1. **read and replay** (:mod:`orchestrator.positions.samples`, in ``workers``
+   processes: :mod:`.reading`): every move of
    every 19x19 game that replays legally to its end, with the board before it.
    Rejections carry ``go19 replay``'s reason. Void games are skipped.
 2. **keep** the game, or skip it: fewer than ``min_moves`` moves, or (with
@@ -40,13 +41,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing
 import os
 import random
 import shutil
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,6 +57,7 @@ import numpy as np
 from orchestrator import __version__
 from orchestrator.coords import PASS, to_index
 from orchestrator.dataset.dedup import SeenPositions
+from orchestrator.dataset.reading import read_all
 from orchestrator.dataset.selection import pick, targets
 from orchestrator.dataset.shards import (
     FIELDS,
@@ -64,17 +65,12 @@ from orchestrator.dataset.shards import (
     GAMES,
     MANIFEST,
     DatasetError,
+    GameTableRow,
     ShardWriter,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
 from orchestrator.files import atomic_write, publish_dir, sha256_file
-from orchestrator.positions.samples import (
-    SIZE,
-    GameRead,
-    Positions,
-    read_file,
-    read_files,
-)
+from orchestrator.positions.samples import SIZE, GameRead, Positions
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
 
@@ -82,7 +78,6 @@ if TYPE_CHECKING:
     from orchestrator.dataset import fastdedup
 
 SHARD_SIZE = 1 << 16
-BATCH_BYTES = 128 * 1024
 
 # A per-game step after the built-in target filters: given the game and its
 # remaining rows, return the rows to keep (a subset, perhaps with ``move`` replaced).
@@ -94,7 +89,8 @@ class Join(Protocol):
     ``stage`` runs after the other stages, ``values`` gives the extra ``fields`` of the
     rows finally kept, ``summary`` goes into the manifest as ``labels``."""
 
-    fields: Mapping[str, tuple[np.dtype, tuple[int, ...]]]
+    @property
+    def fields(self) -> Mapping[str, tuple[np.dtype, tuple[int, ...]]]: ...
 
     def stage(self, game: GameRead, positions: Positions) -> Positions: ...
     def values(self, game: GameRead, positions: Positions) -> dict[str, np.ndarray]: ...
@@ -152,46 +148,6 @@ class Counts:
         return out
 
 
-def _batches(files: Sequence[str]) -> Iterator[list[str]]:
-    """Files grouped into worker tasks of about BATCH_BYTES of SGF: a task's result
-    (about 400 bytes per move, some 60 times the SGF's size) stays a few MB."""
-    batch: list[str] = []
-    size = 0
-    for path in files:
-        batch.append(path)
-        try:
-            size += os.path.getsize(path)
-        except OSError:
-            pass  # the worker reports it
-        if size >= BATCH_BYTES:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-def read_all(files: Sequence[str], workers: int) -> Iterator[GameRead]:
-    """Every game of ``files`` in order, read in ``workers`` processes.
-
-    At most ``2 * workers`` tasks are in flight, so a slow consumer holds back the
-    workers instead of piling up their results in memory.
-    """
-    if workers <= 1:
-        for path in files:
-            yield from read_file(path)
-        return
-    with multiprocessing.get_context().Pool(workers) as pool:
-        pending: deque = deque()
-        for batch in _batches(files):
-            pending.append(pool.apply_async(read_files, (batch,)))
-            if len(pending) >= 2 * workers:
-                for games in pending.popleft().get():
-                    yield from games
-        while pending:
-            for games in pending.popleft().get():
-                yield from games
-
-
 def _seen_positions() -> SeenPositions | fastdedup.SeenPositions:
     """The dedup index: compiled where numba is installed (the ``fast`` extra; the same
     masks, :mod:`.fastdedup`), else the reference."""
@@ -203,7 +159,7 @@ def _seen_positions() -> SeenPositions | fastdedup.SeenPositions:
 # json.dumps(row, ensure_ascii=False) builds an encoder per call; one encoder, same text.
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False)
 # Tactics bit -> counts.tactical name; every sample's bits are counted once per value.
-_FLAGS = [(int(flag), flag.name.lower()) for flag in Tactics if flag]
+_FLAGS = [(int(flag), str(flag.name).lower()) for flag in Tactics if flag]
 _TACTICAL_BATCH = 256
 
 
@@ -345,18 +301,14 @@ class _Builder:
 
     def _row(self, game: GameRead, status: str, reason: str | None, prov: Provenance,
              samples: int) -> None:
-        row = {
-            "path": game.path, "game_index": game.game_index, "sha1": game.sha1,
-            "status": status, "reason": reason, "detail": game.detail, "at_move": game.at_move,
-            "black": game.black, "white": game.white, "result": game.result,
-            "winner": game.winner, "moves": game.moves, "samples": samples,
-            "source": prov.source, "licence": prov.licence,
-        }
-        for name in ("run", "game", "players"):
-            value = getattr(game, name)
-            if value is not None:
-                row[name] = value
-        self.table.write(_ROW_ENCODER.encode(row) + "\n")
+        row = GameTableRow(
+            path=game.path, game_index=game.game_index, sha1=game.sha1, status=status,
+            reason=reason, detail=game.detail, at_move=game.at_move, black=game.black,
+            white=game.white, result=game.result, winner=game.winner, moves=game.moves,
+            samples=samples, source=prov.source, licence=prov.licence, run=game.run,
+            game=game.game, players=game.players,
+        )
+        self.table.write(_ROW_ENCODER.encode(row.as_dict()) + "\n")
         self.rows += 1
 
     def finish(self) -> None:
@@ -437,11 +389,11 @@ def build(
     Nothing appears at ``out`` until the build is complete, nor at all when
     ``refuse_empty`` and no sample was kept (:class:`EmptyDataset`).
     """
-    inputs = [Path(p) for p in inputs]
+    paths_in = [Path(p) for p in inputs]
     out = Path(out)
     started = time.monotonic()
     _check_out(out, force)
-    files, void_files = find_sgf_files(inputs)
+    files, void_files = find_sgf_files(paths_in)
     table = read_provenance(Path(provenance)) if provenance is not None else {}
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
@@ -457,7 +409,7 @@ def build(
         builder.finish()
         if refuse_empty and builder.counts.samples == 0:
             raise EmptyDataset(builder.counts)
-        manifest = _manifest(builder, partial, inputs, provenance, options, join)
+        manifest = _manifest(builder, partial, paths_in, provenance, options, join)
         manifest["build"] = {"workers": workers,
                              "seconds": round(time.monotonic() - started, 3)}
         if join is not None:

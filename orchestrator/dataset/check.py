@@ -22,7 +22,7 @@ from sgfmill import sgf as sgfmill_sgf
 from sgfmill import sgf_grammar
 
 from orchestrator.coords import PASS, from_index, from_rowcol, to_gtp, to_index
-from orchestrator.dataset.shards import load_games, read_manifest, read_shard
+from orchestrator.dataset.shards import GameTableRow, load_games, read_manifest, read_shard
 from orchestrator.positions.samples import SIZE
 from orchestrator.render import caption, contact_sheet, mark, render_image
 
@@ -36,7 +36,7 @@ _NAMES = {1: "B", 2: "W"}
 @dataclass(frozen=True)
 class Drawn:
     index: int  # in the whole dataset, shards concatenated
-    game: dict  # its line of the game table
+    game: GameTableRow
     board: np.ndarray  # (19, 19) uint8
     to_play: int
     move: int
@@ -123,15 +123,15 @@ def _gtp(index: int) -> str:
 
 def check_sample(sample: Drawn) -> Checked:
     game = sample.game
-    path = Path(game["path"])
+    path = Path(game.path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         return Checked(sample, f"cannot read {path}: {exc.strerror or exc}")
-    if hashlib.sha1(data).hexdigest() != game["sha1"]:
+    if hashlib.sha1(data).hexdigest() != game.sha1:
         return Checked(sample, f"{path} changed since the build (SHA-1 differs)")
     try:
-        board, to_play, move = _sgfmill_position(data, game["game_index"], sample.move_number)
+        board, to_play, move = _sgfmill_position(data, game.game_index or 0, sample.move_number)
     except (ValueError, IndexError) as exc:
         return Checked(sample, f"sgfmill cannot replay it: {exc}")
     problems = []
@@ -147,11 +147,11 @@ def check_sample(sample: Drawn) -> Checked:
     return Checked(sample, "; ".join(problems) or None)
 
 
-def _where(game: dict, width: int = 1000) -> str:
+def _where(game: GameTableRow, width: int = 1000) -> str:
     """The file's last two path parts (and the game, in a file of several)."""
-    where = "/".join(Path(game["path"]).parts[-2:])
-    if game["game_index"]:
-        where += f" (game {game['game_index'] + 1})"
+    where = "/".join(Path(game.path).parts[-2:])
+    if game.game_index:
+        where += f" (game {game.game_index + 1})"
     return where if len(where) <= width else "..." + where[3 - width:]
 
 

@@ -27,14 +27,18 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from orchestrator.dataset.dedup import RECENT_LIMIT
 
+njit: Callable[..., Any] | None
 try:
-    from numba import njit
+    import numba
+
+    njit = numba.njit
 except ImportError:  # the reference path only
     njit = None
 
@@ -44,7 +48,7 @@ ENABLED = njit is not None and os.environ.get("GO19_PURE_DEDUP", "") in ("", "0"
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: Fibonacci hashing
 
 
-def _slot(key: Any, shift: Any) -> int:
+def _slot(key: Any, shift: Any) -> np.intp:
     return np.intp((key * _MIX) >> shift)
 
 
@@ -175,9 +179,9 @@ def _sorted(keys: Any) -> Any:
     for p in range(passes):
         at = counts[p]
         total = 0
-        for d in range(size):
-            here = at[d]
-            at[d] = total
+        for digit_value in range(size):
+            here = at[digit_value]
+            at[digit_value] = total
             total += here
         shift = np.uint64(p * _DIGIT)
         for i in range(n):
@@ -212,7 +216,7 @@ def _merged(a: Any, b: Any) -> Any:
     return out
 
 
-if ENABLED:
+if ENABLED and njit is not None:
     _sorted = njit(cache=True, nogil=True)(_sorted)
     _merged = njit(cache=True, nogil=True)(_merged)
     _slot = njit(cache=True, nogil=True)(_slot)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +48,53 @@ class DatasetError(ValueError):
     naming the file."""
 
 
+@dataclass(frozen=True, slots=True)
+class GameTableRow:
+    """One line of the game table (``games.jsonl``; line ``i`` is game ``i``): every game
+    a build read, kept or not, and why. ``run``, ``game`` and ``players`` are there for
+    go19 recordings only (``GOXIXRUN``, ``GOXIXGAME``, and ``{"black": …, "white": …}``
+    from ``GOXIXB``/``GOXIXW``, as the SGF has them)."""
+
+    path: str
+    game_index: int | None  # None: the file could not be read at all
+    sha1: str | None
+    status: str  # ok | rejected | void | skipped
+    reason: str | None
+    detail: str | None
+    at_move: int | None
+    black: str
+    white: str
+    result: str
+    winner: int  # 1 black, 2 white, 0 draw or unknown
+    moves: int
+    samples: int
+    source: str | None
+    licence: str | None
+    run: str | None = None
+    game: str | None = None
+    players: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The line as written: every field, the recordings' three only when set."""
+        row = {name: getattr(self, name) for name in _ROW_FIELDS}
+        for name in _RECORDING_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                row[name] = value
+        return row
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> GameTableRow:
+        given: dict[str, Any] = {name: row[name] for name in _ROW_FIELDS}
+        return cls(**given, run=row.get("run"), game=row.get("game"),
+                   players=row.get("players"))
+
+
+_RECORDING_FIELDS = ("run", "game", "players")
+_ROW_FIELDS = tuple(name for name in GameTableRow.__dataclass_fields__
+                    if name not in _RECORDING_FIELDS)
+
+
 class ShardWriter:
     """Samples into ``shard-NNNNN.npz`` files of ``shard_size`` samples each (the
     last one smaller). Rows are copied into arrays allocated once, so memory stays
@@ -77,7 +126,8 @@ class ShardWriter:
         offset = 0
         if rows is not None and total and rows[-1] - rows[0] == total - 1:
             # A run of consecutive rows (dedup dropped only opening moves, say): slices.
-            rows, offset = None, int(rows[0])
+            offset = int(rows[0])
+            rows = None
         arrays = self._rows
         done = 0
         while done < total:
@@ -181,10 +231,14 @@ def load(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     }
 
 
-def load_games(folder: str | os.PathLike[str]) -> list[dict]:
+def load_games(folder: str | os.PathLike[str]) -> list[GameTableRow]:
     """The game table (``games.jsonl``), checked against the manifest's sha256."""
     folder = Path(folder)
     entry = read_manifest(folder)["games"]
     path = folder / entry["file"]
     data = npz_shards.verified_bytes(path, entry["sha256"], DatasetError, "the manifest")
-    return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    try:
+        return [GameTableRow.from_dict(json.loads(line))
+                for line in data.decode("utf-8").splitlines()]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DatasetError(f"{path}: not a game table ({exc!r})") from None

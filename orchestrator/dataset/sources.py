@@ -130,8 +130,8 @@ def _tsv_rows(path: Path, text: str) -> list[tuple[str, Provenance]]:
             raise DatasetError(f"{path}: header has no {' or '.join(map(repr, names))} column")
         return None
 
-    file_col = column("file", "path")
-    source_col = column("source", "source_repo")
+    file_col, source_col = column("file", "path"), column("source", "source_repo")
+    assert file_col is not None and source_col is not None  # required: found or raised
     licence_col = column("licence", "license", required=False)
     rows = []
     for number, cells in enumerate(reader, 2):

@@ -1,15 +1,17 @@
 """One chunk of an export: a range of rows of one dataset shard in, one output shard out.
 
 :func:`export_chunk` is the unit of work, run in worker processes (and by anything else
-that distributes work): it takes plain values (paths, the shard's manifest entry, the game
-table rows it needs, the options) and returns a plain dict describing the file it wrote,
-so the caller needs nothing of this module's state. It reads its dataset shard itself,
-checking the shard's sha256 again, and writes only inside ``out``.
+that distributes work): it takes an :class:`ExportTask` (plain values: paths, the shard's
+manifest entry, the game table rows it needs, the options; it pickles) and returns a
+:class:`ChunkResult` describing the file it wrote, so the caller needs nothing of this
+module's state. It reads its dataset shard itself, checking the shard's sha256 again,
+and writes only inside ``out``.
 
 Per sample: the picture is :func:`orchestrator.render.render_png` of the board before the
-move, with the previous move marked and at the size the player to move saw (see
-:mod:`.games`), the bytes the GO19 client sends; the prompt is the template filled
-in (:mod:`.prompt`); the answer is :func:`orchestrator.coords.move_to_text` of ``move``.
+move, drawn as the player to move saw it (its :class:`~orchestrator.render.RenderSettings`,
+see :mod:`.games`: the previous move marked, its size), the bytes the GO19 client sends;
+the prompt is the template filled in (:mod:`orchestrator.prompt`); the answer is
+:func:`orchestrator.coords.move_to_text` of ``move``.
 
 Formats:
 
@@ -32,17 +34,18 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from orchestrator.coords import from_index, move_to_text
-from orchestrator.dataset.shards import FIELDS, read_shard
+from orchestrator.dataset.shards import FIELDS, GameTableRow, read_shard
 from orchestrator.export.games import NO_LAST, GameContext, game_context
 from orchestrator.files import sha256_file
 from orchestrator.positions.samples import SIZE
 from orchestrator.prompt import fill, uses_board
-from orchestrator.render import render_png
 
 try:
     import pyarrow as pa
@@ -57,6 +60,73 @@ IMAGES = "images"
 SIDE_NAMES = {1: "black", 2: "white"}
 # Sample fields written as metadata columns; ``board`` is the picture.
 META_FIELDS = ("move", "to_play", "move_number", "winner", "game", "ko", "tactical")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportTask:
+    """One output shard to write: rows ``rows`` of the dataset shard ``entry``. It pickles
+    (worker processes, Ray), and :meth:`as_dict` / :meth:`from_dict` carry it as JSON for
+    an executor that takes nothing else."""
+
+    dataset: str  # the dataset folder
+    fields: dict  # the dataset manifest's fields
+    entry: dict  # the dataset shard's manifest entry
+    rows: tuple[int, int]  # first and end row in that shard
+    games: dict[int, GameTableRow]  # the game table rows the samples point at
+    shard: int  # the output shard's number
+    first: int  # the export's index of its first sample
+    out: str  # the export folder being written
+    format: str  # parquet | jsonl
+    image_px: int | None  # --image-px
+    answer: str
+    template: str
+
+    @property
+    def samples(self) -> int:
+        return self.rows[1] - self.rows[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__} | {
+            "rows": list(self.rows),
+            "games": {str(number): row.as_dict() for number, row in self.games.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, task: dict[str, Any]) -> ExportTask:
+        return cls(**task | {
+            "rows": tuple(task["rows"]),
+            "games": {int(number): GameTableRow.from_dict(row)
+                      for number, row in task["games"].items()},
+        })
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkResult:
+    """What one chunk wrote: its entry in the export manifest's shard list."""
+
+    file: str
+    samples: int
+    bytes: int
+    sha256: str
+    source_shard: str
+    source_rows: tuple[int, int]
+    image_px: dict[str, int]  # samples per picture size
+    image_px_from: dict[str, int]  # samples per where the size came from
+    images_sha256: str | None = None  # jsonl: the sha256 of its PNG files' bytes in order
+
+    def as_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "file": self.file, "samples": self.samples, "bytes": self.bytes,
+            "sha256": self.sha256, "source_shard": self.source_shard,
+            "source_rows": list(self.source_rows),
+        }
+        if self.images_sha256 is not None:
+            entry["images_sha256"] = self.images_sha256
+        return entry | {"image_px": self.image_px, "image_px_from": self.image_px_from}
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> ChunkResult:
+        return cls(**entry | {"source_rows": tuple(entry["source_rows"])})
 
 
 def data_file(shard: int, fmt: str) -> str:
@@ -76,17 +146,16 @@ def extra_fields(fields: dict) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
 class _Samples:
     """One chunk's rows and its games' contexts; per sample its picture, prompt, answer."""
 
-    def __init__(self, task: dict) -> None:
-        lo, hi = task["rows"]
-        arrays = read_shard(task["dataset"], {"fields": task["fields"]}, task["entry"])
+    def __init__(self, task: ExportTask) -> None:
+        lo, hi = task.rows
+        arrays = read_shard(task.dataset, {"fields": task.fields}, task.entry)
         self.arrays = {name: array[lo:hi] for name, array in arrays.items()}
         self.n = hi - lo
-        image_px = task["image_px"]
         self.games: dict[int, GameContext] = {
-            int(game): game_context(row, image_px) for game, row in task["games"].items()
+            int(game): game_context(row, task.image_px) for game, row in task.games.items()
         }
-        self.answer = task["answer"]
-        self.template = task["template"]
+        self.answer = task.answer
+        self.template = task.template
         self.with_board = uses_board(self.template)
 
     def context(self, i: int) -> GameContext:
@@ -96,11 +165,10 @@ class _Samples:
         """PNG bytes, size in pixels and the marked point (-1 none) of sample ``i``."""
         a = self.arrays
         ctx = self.context(i)
-        to_play = int(a["to_play"][i])
-        px = ctx.image_px[to_play - 1]
-        last = int(ctx.last[int(a["move_number"][i])])
-        png = render_png(a["board"][i], None if last == NO_LAST else last, px)
-        return png, px, last
+        render = ctx.render[int(a["to_play"][i]) - 1]
+        last = int(ctx.last[int(a["move_number"][i])]) if render.mark_last else NO_LAST
+        png = render.picture(a["board"][i], None if last == NO_LAST else last)
+        return png, render.image_px, last
 
     def prompt(self, i: int) -> str:
         a = self.arrays
@@ -111,29 +179,31 @@ class _Samples:
         return move_to_text(from_index(int(self.arrays["move"][i]), SIZE), SIZE, self.answer)
 
 
-def export_chunk(task: dict, progress: Callable[[int], None] | None = None) -> dict:
-    """Write output shard ``task["shard"]``: rows ``task["rows"]`` of dataset shard
-    ``task["entry"]``; return its manifest entry (file, samples, bytes, sha256, counts).
+def export_chunk(task: ExportTask, progress: Callable[[int], None] | None = None
+                 ) -> ChunkResult:
+    """Write output shard ``task.shard``: rows ``task.rows`` of dataset shard
+    ``task.entry``; return its manifest entry (file, samples, bytes, sha256, counts).
     ``progress`` (in-process callers) hears the samples written so far, every row group."""
     samples = _Samples(task)
-    out = Path(task["out"])
+    out = Path(task.out)
     (out / DATA).mkdir(parents=True, exist_ok=True)
-    path = out / data_file(task["shard"], task["format"])
+    path = out / data_file(task.shard, task.format)
     tick = progress or (lambda done: None)
-    if task["format"] == "parquet":
-        stats = _write_parquet(path, samples, task["fields"], tick)
+    images_sha256 = None
+    if task.format == "parquet":
+        sizes = _write_parquet(path, samples, task.fields, tick)
     else:
-        stats = _write_jsonl(path, out, samples, task["first"], tick)
+        sizes, images_sha256 = _write_jsonl(path, out, samples, task.first, tick)
     px_from: Counter = Counter()
     for i in range(samples.n):
         ctx = samples.context(i)
         px_from[ctx.px_from[int(samples.arrays["to_play"][i]) - 1]] += 1
-    return {
-        "file": path.relative_to(out).as_posix(), "samples": samples.n,
-        "bytes": path.stat().st_size, "sha256": sha256_file(path),
-        "source_shard": task["entry"]["file"], "source_rows": list(task["rows"]),
-        **stats, "image_px_from": dict(px_from),
-    }
+    return ChunkResult(
+        file=path.relative_to(out).as_posix(), samples=samples.n,
+        bytes=path.stat().st_size, sha256=sha256_file(path),
+        source_shard=task.entry["file"], source_rows=task.rows,
+        image_px=sizes, image_px_from=dict(px_from), images_sha256=images_sha256,
+    )
 
 
 def _sync(fh: io.BufferedWriter) -> None:
@@ -145,7 +215,8 @@ def _sync(fh: io.BufferedWriter) -> None:
 
 
 def _write_jsonl(path: Path, out: Path, samples: _Samples, first: int,
-                 tick: Callable[[int], None]) -> dict:
+                 tick: Callable[[int], None]) -> tuple[dict[str, int], str]:
+    """The samples per picture size, and the sha256 of the PNG files' bytes in order."""
     pngs = hashlib.sha256()
     sizes: Counter = Counter()
     folder = None
@@ -172,7 +243,7 @@ def _write_jsonl(path: Path, out: Path, samples: _Samples, first: int,
             if (i + 1) % ROW_GROUP == 0:
                 tick(i + 1)
         _sync(fh)
-    return {"images_sha256": pngs.hexdigest(), "image_px": _sizes(sizes)}
+    return _sizes(sizes), pngs.hexdigest()
 
 
 def _sizes(sizes: Counter) -> dict[str, int]:
@@ -200,7 +271,8 @@ def _metadata(samples: _Samples, i: int, px: int, last: int, scalars_only: bool)
 
 
 def _write_parquet(path: Path, samples: _Samples, fields: dict,
-                   tick: Callable[[int], None]) -> dict:
+                   tick: Callable[[int], None]) -> dict[str, int]:
+    """The samples per picture size."""
     schema = parquet_schema(fields)
     sizes: Counter = Counter()
     with open(path, "wb") as fh:
@@ -214,7 +286,7 @@ def _write_parquet(path: Path, samples: _Samples, fields: dict,
             tick(sizes.total())
         writer.close()
         _sync(fh)
-    return {"image_px": _sizes(sizes)}
+    return _sizes(sizes)
 
 
 def _compression(schema) -> dict[str, str]:

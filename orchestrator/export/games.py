@@ -1,14 +1,17 @@
 """What an export needs about each game beyond the dataset's arrays, read from its SGF
-and, for go19 recordings, from the run's ``run.json``.
+and its line of the game table.
 
 - the **last move** before each position: the GO19 client marks it with a red dot
   (``players/go19.py`` renders ``game.moves[-1]`` unless it was a pass), so the picture
   of move ``n`` marks move ``n - 1`` of the SGF's main line;
 - the **komi** (the prompt may show it);
-- the **picture size** each side's player saw: ``image_px`` of that player in the run's
-  matchup (``run.json``), found through the SGF's folder and its player names (PB/PW are
-  the matchup's player names). A game from elsewhere, or a player that is not a GO19
-  endpoint, gets the export's ``--image-px`` or else the matchup default.
+- **how each side's pictures were drawn** (:class:`~orchestrator.render.RenderSettings`):
+  what the game's record says its player saw (``render`` in the player metadata,
+  ``GOXIXB``/``GOXIXW``, which the game table keeps), so an SGF moved anywhere keeps it.
+  Recordings made before the record carried it get the player's ``image_px`` from the
+  run's matchup (``run.json`` beside the SGF, player found by its name in PB/PW), as they
+  always did. A game from elsewhere, or a player that saw no picture, gets the export's
+  ``--image-px`` or else the default; ``--image-px`` sets the size for every sample.
 
 The SGF is the file the build read (``games.jsonl`` keeps its path and sha1); a file that
 is gone or changed since is an error naming it, not a silent guess.
@@ -16,29 +19,32 @@ is gone or changed since is an error naming it, not a silent guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from pydantic import ValidationError
 
-from orchestrator.collect.matchup import Go19PlayerSpec
 from orchestrator.coords import PASS
-from orchestrator.dataset.shards import DatasetError
+from orchestrator.dataset.shards import DatasetError, GameTableRow
 from orchestrator.files import read_sgf_file
-from orchestrator.recordings import read_run_file
+from orchestrator.recordings import PlayerMeta, read_run_file
+from orchestrator.render import DEFAULT_IMAGE_PX, RenderSettings
 from orchestrator.sgf import SgfError, Unreadable
 
-DEFAULT_IMAGE_PX: int = Go19PlayerSpec.model_fields["image_px"].default
 NO_LAST = -1
+# Where a side's picture settings came from (the export manifest counts samples by it).
+SettingsFrom = Literal["record", "run", "option", "default"]
 
 
 @dataclass(frozen=True, slots=True)
 class GameContext:
     komi: float
     last: np.ndarray  # int16 (moves + 1,): at n, the point to mark before move n; NO_LAST
-    image_px: tuple[int, int]  # (black's, white's)
-    px_from: tuple[str, str]  # per side: "run" (its matchup), "option" (--image-px), "default"
+    render: tuple[RenderSettings, RenderSettings]  # (black's, white's)
+    px_from: tuple[SettingsFrom, SettingsFrom]
     sgf: str
     source: str | None
     run: str | None
@@ -53,10 +59,20 @@ def _last_moves(points: list[int]) -> np.ndarray:
     return last
 
 
+def _recorded(meta: object) -> RenderSettings | None:
+    """A side's render settings from its player metadata in the game table, if any."""
+    if not isinstance(meta, dict) or "render" not in meta:
+        return None
+    try:
+        return PlayerMeta.model_validate(meta).render
+    except ValidationError:
+        return None
+
+
 @lru_cache(maxsize=64)
 def _run_players(run_dir: Path, run_id: str) -> dict[str, int]:
     """Player name -> image_px from a run's ``run.json`` (empty when it is absent or
-    belongs to another run)."""
+    belongs to another run): for recordings whose metadata does not say."""
     try:
         info = read_run_file(run_dir)
         players = info["matchup"]["players"]
@@ -68,9 +84,32 @@ def _run_players(run_dir: Path, run_id: str) -> dict[str, int]:
             if isinstance(spec, dict) and isinstance(spec.get("image_px"), int)}
 
 
-def game_context(row: dict, image_px: int | None) -> GameContext:
+def _render(row: GameTableRow, path: Path, image_px: int | None
+            ) -> tuple[list[RenderSettings], list[SettingsFrom]]:
+    """Each side's render settings and where they came from."""
+    players = row.players or {}
+    renders: list[RenderSettings] = []
+    origins: list[SettingsFrom] = []
+    for side, name in (("black", row.black), ("white", row.white)):
+        recorded = _recorded(players.get(side))
+        if recorded is not None:
+            renders.append(recorded if image_px is None else replace(recorded,
+                                                                      image_px=image_px))
+            origins.append("record" if image_px is None else "option")
+            continue
+        if image_px is not None:
+            renders.append(RenderSettings(image_px))
+            origins.append("option")
+            continue
+        legacy = _run_players(path.parent, row.run).get(name) if row.run else None
+        renders.append(RenderSettings(legacy or DEFAULT_IMAGE_PX))
+        origins.append("run" if legacy else "default")
+    return renders, origins
+
+
+def game_context(row: GameTableRow, image_px: int | None) -> GameContext:
     """The context of one game-table row (``games.jsonl``) whose samples are exported."""
-    path = Path(row["path"])
+    path = Path(row.path)
     try:
         games = read_sgf_file(path)
     except Unreadable as exc:
@@ -79,21 +118,15 @@ def game_context(row: dict, image_px: int | None) -> GameContext:
     except SgfError as exc:
         raise DatasetError(f"{path}: changed since the dataset was built ({exc.detail})") \
             from None
-    if not games or games[0].sha1 != row["sha1"]:
+    if not games or games[0].sha1 != row.sha1:
         raise DatasetError(f"{path}: changed since the dataset was built (sha1 differs)")
-    try:
-        game = games[row["game_index"]]
-    except (IndexError, TypeError):
-        raise DatasetError(f"{path}: has no game {row['game_index']}") from None
-    px_from = ["option" if image_px is not None else "default"] * 2
-    sizes = [image_px or DEFAULT_IMAGE_PX] * 2
-    if image_px is None and row.get("run"):
-        players = _run_players(path.parent, row["run"])
-        for i, name in enumerate((row.get("black"), row.get("white"))):
-            if name in players:
-                sizes[i], px_from[i] = players[name], "run"
+    index = row.game_index
+    if index is None or not 0 <= index < len(games):
+        raise DatasetError(f"{path}: has no game {index}")
+    game = games[index]
+    renders, origins = _render(row, path, image_px)
     return GameContext(
         komi=game.komi, last=_last_moves([move.point for move in game.moves]),
-        image_px=(sizes[0], sizes[1]), px_from=(px_from[0], px_from[1]), sgf=str(path),
-        source=row.get("source"), run=row.get("run"),
+        render=(renders[0], renders[1]), px_from=(origins[0], origins[1]), sgf=str(path),
+        source=row.source, run=row.run,
     )

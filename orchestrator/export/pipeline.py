@@ -39,11 +39,17 @@ from orchestrator.dataset.shards import (
     load_games,
     read_manifest,
 )
-from orchestrator.export.chunk import DATA, IMAGES_PER_FOLDER, export_chunk, pq
-from orchestrator.export.games import DEFAULT_IMAGE_PX
+from orchestrator.export.chunk import (
+    DATA,
+    IMAGES_PER_FOLDER,
+    ChunkResult,
+    ExportTask,
+    export_chunk,
+    pq,
+)
 from orchestrator.files import atomic_write, publish_dir
 from orchestrator.prompt import PromptError, check_template, default_template
-from orchestrator.render import RenderError, point_center
+from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
 
 FORMAT = "go19-export/1"
 FORMATS = ("parquet", "jsonl")
@@ -52,7 +58,7 @@ DATASET_INFO = "dataset_info.json"
 # Called with the samples written so far (and the total) while the export runs.
 Progress = Callable[[int, int], None]
 # Runs the tasks (workers, a callback hearing samples written so far): results in order.
-Runner = Callable[[list[dict], int, Callable[[int], None]], Iterator[dict]]
+Runner = Callable[[list[ExportTask], int, Callable[[int], None]], Iterator[ChunkResult]]
 
 
 @dataclass(frozen=True)
@@ -114,7 +120,7 @@ def _chunks(folder: Path, manifest: dict, shard_size: int
     return chunks
 
 
-def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[dict]]:
+def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[ExportTask]]:
     """The dataset's manifest and the export's tasks for :func:`export_chunk`."""
     manifest = read_manifest(folder)
     table = load_games(folder)
@@ -126,32 +132,36 @@ def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[di
         except IndexError:
             raise DatasetError(f"{folder / entry['file']}: a sample points past the game "
                                f"table ({len(table)} games)") from None
-        tasks.append({
-            "dataset": str(folder.resolve()), "fields": manifest["fields"], "entry": entry,
-            "rows": (lo, hi), "games": rows, "shard": shard, "first": first,
-            "out": str(out.resolve()),
-            "format": options.format, "image_px": options.image_px, "answer": options.answer,
-            "template": options.template,
-        })
+        tasks.append(ExportTask(
+            dataset=str(folder.resolve()), fields=manifest["fields"], entry=entry,
+            rows=(lo, hi), games=rows, shard=shard, first=first, out=str(out.resolve()),
+            format=options.format, image_px=options.image_px, answer=options.answer,
+            template=options.template,
+        ))
         first += hi - lo
     return manifest, tasks
 
 
-def run_tasks(tasks: list[dict], workers: int,
-              done: Callable[[int], None] = lambda n: None) -> Iterator[dict]:
+def _counting_from(before: int, done: Callable[[int], None]) -> Callable[[int], None]:
+    """``done`` hearing a chunk's own count of samples, ``before`` added."""
+    return lambda n: done(before + n)
+
+
+def run_tasks(tasks: list[ExportTask], workers: int,
+              done: Callable[[int], None] = lambda n: None) -> Iterator[ChunkResult]:
     """:func:`export_chunk` over ``tasks``, results in task order; ``done`` hears the
     samples written so far (per row group in one process, per chunk with a pool)."""
     written = 0
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
-            result = export_chunk(task, lambda n, before=written: done(before + n))
-            written += result["samples"]
+            result = export_chunk(task, _counting_from(written, done))
+            written += result.samples
             done(written)
             yield result
         return
     with multiprocessing.get_context().Pool(min(workers, len(tasks))) as pool:
         for result in pool.imap(export_chunk, tasks):
-            written += result["samples"]
+            written += result.samples
             done(written)
             yield result
 
@@ -203,16 +213,16 @@ def export(
     partial.mkdir()
     try:
         manifest, tasks = plan(folder, partial, options)
-        total = sum(t["rows"][1] - t["rows"][0] for t in tasks)
+        total = sum(t.samples for t in tasks)
         shards = []
         sizes: Counter = Counter()
         px_from: Counter = Counter()
         report = (lambda n: progress(n, total)) if progress is not None else (lambda n: None)
         for result in (runner or run_tasks)(tasks, workers, report):
-            shards.append(result)
-            sizes.update({int(k): n for k, n in result["image_px"].items()})
-            px_from.update(result["image_px_from"])
-        games = len({g for t in tasks for g in t["games"]})
+            shards.append(result.as_dict())
+            sizes.update({int(k): n for k, n in result.image_px.items()})
+            px_from.update(result.image_px_from)
+        games = len({g for t in tasks for g in t.games})
         record = {
             "format": FORMAT, "go19_version": __version__,
             "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -18,6 +18,7 @@ import json
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -194,7 +195,7 @@ def _game_read(path: str, game: SgfGame, nodes: list[Node] | None = None) -> Gam
     if BLACK_PLAYER_PROP in props or WHITE_PLAYER_PROP in props:
         players = {"black": _metadata(props.get(BLACK_PLAYER_PROP)),
                    "white": _metadata(props.get(WHITE_PLAYER_PROP))}
-    common = dict(
+    common: dict[str, Any] = dict(
         path=path, game_index=game.game_index, sha1=game.sha1, black=game.black_name,
         white=game.white_name, result=game.result, winner=game.winner, komi=game.komi,
         setup_at=tuple(s.before_move for s in game.setup), moves=len(game.moves),

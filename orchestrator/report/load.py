@@ -77,8 +77,9 @@ def _color_moves(moves: Iterable[SgfMove]) -> dict[str, ColorMoves]:
         if move.ms is not None:
             latency[move.color].append(move.ms)
     return {
-        "black": ColorMoves(*counts[BLACK], tuple(latency[BLACK])),
-        "white": ColorMoves(*counts[WHITE], tuple(latency[WHITE])),
+        name: ColorMoves(own=counts[color][0], opening=counts[color][1],
+                         fallback=counts[color][2], latency_ms=tuple(latency[color]))
+        for name, color in (("black", BLACK), ("white", WHITE))
     }
 
 

@@ -85,17 +85,19 @@ def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) 
     samples: dict[str, list[float]] = {n: [] for n in names}
     exact: dict[str, bool] = {n: True for n in names}
     games_played: Counter = Counter()
-    estimated = Counter()
+    estimated: Counter[str] = Counter()
     for game in games:
         line = game.line
         asked.update(moves_asked(game))
         for name in {line.black, line.white}:
             games_played[name] += 1
             estimated[name] += game.moves is None
-            info = line.players.get(name) or {}
-            meta[name] = {**meta[name], **{k: v for k, v in info.items() if v is not None}}
-            if info.get("endpoint"):
-                endpoints[name].add(str(info["endpoint"]))
+            info = line.players.get(name)
+            if info is not None:
+                given = info.as_dict()
+                meta[name] = {**meta[name], **{k: v for k, v in given.items() if v is not None}}
+                if info.endpoint:
+                    endpoints[name].add(info.endpoint)
             fallbacks[name].update(line.fallbacks.get(name, {}))
             lat = line.latency_ms.get(name)
             if lat is not None and lat.n and None not in (lat.p50, lat.p95, lat.max):

@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +49,41 @@ def running_counts(games: Sequence[GameOutcome], player: str) -> Iterator[tuple[
         yield k, Pentanomial(*penta) if paired else Wdl(results[2], results[0], results[1])
 
 
-def pair_rows(games: Sequence[GameData], player: str, opponent: str) -> list[dict]:
+@dataclass(frozen=True, slots=True)
+class PairRow:
+    """One opening pair of the per-pair table (``pairs`` of a head-to-head section)."""
+
+    run: str
+    pair: int
+    opening: str
+    games: list[int]
+    results: list[str]
+    points: float | None  # the pair's points for the player, once both games are in
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class GameRow:
+    """One recorded game of the per-game table (``games`` of the report)."""
+
+    run: str
+    game: int
+    pair: int | None
+    black: str
+    white: str
+    result: str
+    reason: str
+    moves: int
+    fallbacks: dict[str, int]  # per player with any: how many
+    sgf: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def pair_rows(games: Sequence[GameData], player: str, opponent: str) -> list[PairRow]:
     """Each opening pair of ``player`` against ``opponent``: its games and, once both are
     in, the points ``player`` took (the pair's pentanomial outcome: 0, ½, 1, 1½ or 2)."""
     pairs: dict[tuple[str, int], list[GameData]] = {}
@@ -63,12 +99,13 @@ def pair_rows(games: Sequence[GameData], player: str, opponent: str) -> list[dic
         points = None
         if len(members) == 2 and all(m.line.winner is not None for m in members):
             points = sum(_points(m, player) for m in members)
-        rows.append({
-            "run": run, "pair": pair, "opening": members[0].line.opening.id,
-            "games": [m.line.game for m in members],
-            "results": [m.line.result for m in members],
-            "points": points,
-        })
+        opening = members[0].line.opening
+        rows.append(PairRow(
+            run=run, pair=pair, opening=opening.id if opening is not None else "",
+            games=[m.line.game for m in members],
+            results=[m.line.result for m in members],
+            points=points,
+        ))
     return rows
 
 
@@ -79,7 +116,7 @@ def _points(game: GameData, player: str) -> float:
     return float((game.line.black if winner == "black" else game.line.white) == player)
 
 
-def game_rows(games: Sequence[GameData], runs: Sequence[RunData]) -> list[dict]:
+def game_rows(games: Sequence[GameData], runs: Sequence[RunData]) -> list[GameRow]:
     """One row per recorded game, void included, with where its SGF is."""
     paths = {run.run_id: run.path for run in runs}
     rows = []
@@ -87,15 +124,15 @@ def game_rows(games: Sequence[GameData], runs: Sequence[RunData]) -> list[dict]:
         line = g.line
         folder = paths.get(line.run, Path("."))
         sgf = folder / VOID_DIR / line.sgf if line.void else folder / line.sgf
-        rows.append({
-            "run": line.run, "game": line.game,
-            "pair": line.opening.pair if line.opening is not None else None,
-            "black": line.black, "white": line.white, "result": line.result or "?",
-            "reason": "void" if line.void else line.reason, "moves": line.moves,
-            "fallbacks": {n: sum(c.values()) for n, c in line.fallbacks.items()
-                          if sum(c.values())},
-            "sgf": str(sgf),
-        })
+        rows.append(GameRow(
+            run=line.run, game=line.game,
+            pair=line.opening.pair if line.opening is not None else None,
+            black=line.black, white=line.white, result=line.result or "?",
+            reason="void" if line.void else line.reason, moves=line.moves,
+            fallbacks={n: sum(c.values()) for n, c in line.fallbacks.items()
+                       if sum(c.values())},
+            sgf=str(sgf),
+        ))
     return rows
 
 
@@ -125,7 +162,7 @@ def margins(games: Sequence[GameData], player: str | None) -> dict:
     """How much games were won by, in points from ``player``'s side (Black's when None);
     resignations counted apart since they have no margin."""
     values = []
-    resign = Counter()
+    resign: Counter[str] = Counter()
     for g in games:
         line = g.line
         if line.void or line.winner is None:

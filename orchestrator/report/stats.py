@@ -261,7 +261,8 @@ def _head_to_head(runs: Sequence[RunData], outcomes: Sequence[GameOutcome],
             "estimate_games": _estimate(estimate(split.overall)),
             "curve": _curve(games, player, opponent),
             "sprt": [s for s in sprts if {s["player"], s["opponent"]} == {a, b}],
-            "pairs": series.pair_rows(recorded, player, opponent) if penta else [],
+            "pairs": [row.as_dict() for row in series.pair_rows(recorded, player, opponent)]
+            if penta else [],
         })
     return sections
 
@@ -378,6 +379,6 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
         "fallback_curves": series.fallback_curves(games, [moves_asked(g) for g in games]),
         "head_to_head": head,
         "ratings": ratings,
-        "games": series.game_rows(games, runs),
+        "games": [row.as_dict() for row in series.game_rows(games, runs)],
         "notes": notes,
     }

@@ -177,7 +177,7 @@ def test_samples_are_those_the_rules_give(case, reads, tmp_path) -> None:
         expected = np.concatenate(arrays)
         assert data[name].dtype == expected.dtype and data[name].shape == expected.shape, name
         assert np.array_equal(data[name], expected), name
-    assert [row["samples"] for row in load_games(out)] == per_row
+    assert [row.samples for row in load_games(out)] == per_row
     got = manifest["counts"]
     assert got["samples"] == sum(per_row) > 0
     assert got["excluded"] == {why: n for why, n in sorted(counts["excluded"].items()) if n}

@@ -65,7 +65,7 @@ def test_round_trip_through_shards(dataset) -> None:
     # Row 0 is the top: before move 2, B's Q16 is at row 3 (19 - 16), column Q (15).
     assert data["board"][1][3, 15] == 1 and np.count_nonzero(data["board"][1]) == 1
     (game,) = load_games(dataset)
-    assert (game["status"], game["samples"], game["result"], game["winner"]) == \
+    assert (game.status, game.samples, game.result, game.winner) == \
         ("ok", 13, "W+R", 2)
 
 

@@ -61,11 +61,11 @@ def test_rejections_are_those_of_go19_replay(real, table) -> None:
     ok = 0
     for path in sgf_files([REAL_SGF]):
         for record in check_file(path, 19):
-            if record["status"] == "rejected":
-                theirs[(str(path.resolve()), record["reason"])] += 1
+            if record.status == "rejected":
+                theirs[(str(path.resolve()), record.reason)] += 1
             else:
                 ok += 1
-    ours = Counter((row["path"], row["reason"]) for row in table if row["status"] == "rejected")
+    ours = Counter((row.path, row.reason) for row in table if row.status == "rejected")
     assert ours == theirs
     counts = read_manifest(real)["counts"]
     assert counts["rejected"] == dict(Counter(reason for _, reason in theirs.elements()))
@@ -75,27 +75,27 @@ def test_rejections_are_those_of_go19_replay(real, table) -> None:
 
 def test_small_boards_are_rejected_as_not_19x19(table) -> None:
     # PROVENANCE.md: small-boards/ holds only 9x9, 11x11 and 13x13 games (233 files).
-    rows = [r for r in table if "/small-boards/" in r["path"]]
+    rows = [r for r in table if "/small-boards/" in r.path]
     assert len(rows) == 233
-    assert {(r["status"], r["reason"]) for r in rows} == {("rejected", "not-19x19")}
-    assert all(r["samples"] == 0 for r in rows)
+    assert {(r.status, r.reason) for r in rows} == {("rejected", "not-19x19")}
+    assert all(r.samples == 0 for r in rows)
 
 
 def test_superko_game_is_rejected_and_gives_no_samples(table, samples) -> None:
-    (row,) = [r for r in table if r["path"].endswith("odd/gnugo-gorimu.sgf")]
-    assert (row["status"], row["reason"], row["at_move"]) == ("rejected", "illegal:superko", 381)
+    (row,) = [r for r in table if r.path.endswith("odd/gnugo-gorimu.sgf")]
+    assert (row.status, row.reason, row.at_move) == ("rejected", "illegal:superko", 381)
     assert not np.any(samples["game"] == table.index(row))
 
 
 @pytest.mark.parametrize("name", FEW_GAMES)
 def test_every_sample_matches_sgfmill(name, table, samples) -> None:
     path = REAL_SGF / name
-    (row,) = [r for r in table if r["path"] == str(path.resolve())]
-    assert row["status"] == "ok"
+    (row,) = [r for r in table if r.path == str(path.resolve())]
+    assert row.status == "ok"
     theirs = sgfmill_positions(path)
-    assert len(theirs) == row["moves"]
+    assert len(theirs) == row.moves
     mine = np.flatnonzero(samples["game"] == table.index(row))
-    assert len(mine) == row["samples"] > 0
+    assert len(mine) == row.samples > 0
     numbers = samples["move_number"][mine]
     assert len(set(numbers.tolist())) == len(mine)  # each move at most once
     for i in mine:
@@ -129,17 +129,17 @@ def test_provenance_is_carried_from_the_manifest(real, table) -> None:
     with open(REAL_SGF / "MANIFEST.tsv", encoding="utf-8") as fh:
         repos = {str((REAL_SGF / r["file"]).resolve()): r["source_repo"]
                  for r in csv.DictReader(fh, delimiter="\t")}
-    kept = [r for r in table if r["status"] == "ok"]
-    assert kept and all(r["source"] == repos[r["path"]] for r in kept)
-    assert all(r["licence"] is None for r in kept)  # MANIFEST.tsv has no licence column
+    kept = [r for r in table if r.status == "ok"]
+    assert kept and all(r.source == repos[r.path] for r in kept)
+    assert all(r.licence is None for r in kept)  # MANIFEST.tsv has no licence column
     counts = read_manifest(real)["counts"]["provenance"]
     assert counts == {"known source": len(kept), "unknown licence": len(kept)}
 
 
 def test_sample_counts_add_up(real, table, samples) -> None:
     counts = read_manifest(real)["counts"]
-    assert counts["samples"] == len(samples["move"]) == sum(r["samples"] for r in table)
-    assert counts["positions"] == sum(r["moves"] for r in table if r["status"] == "ok")
+    assert counts["samples"] == len(samples["move"]) == sum(r.samples for r in table)
+    assert counts["positions"] == sum(r.moves for r in table if r.status == "ok")
     assert counts["positions"] == counts["samples"] + counts["duplicates"]
     assert counts["duplicates"] > 0  # common openings (and the empty board) repeat
     # Dedup: no two samples share stones, side to move and ko point.

@@ -112,11 +112,11 @@ def test_dedup_across_games_and_within_a_game(tmp_path) -> None:
     write_game(tmp_path / "sgf" / "c.sgf", moves("Q16", "D4", "pass", "pass", "pass", "pass"))
     out = run(tmp_path)
     # c.sgf's move 1 (the empty board, B to play) was move 1 of a.sgf.
-    assert [g["samples"] for g in out["games"]] == [13, 0, 3]
+    assert [g.samples for g in out["games"]] == [13, 0, 3]
     assert numbers(out)[13:] == [2, 3, 4]
     assert out["manifest"]["counts"]["duplicates"] == 13 + 1 + 2
     raw = run(tmp_path, BuildOptions(dedup=False))
-    assert [g["samples"] for g in raw["games"]] == [13, 13, 6]
+    assert [g.samples for g in raw["games"]] == [13, 13, 6]
 
 
 def test_dedup_key_includes_the_ko_point(tmp_path) -> None:
@@ -179,12 +179,12 @@ def test_skips_and_rejections(tmp_path) -> None:
     assert counts["skipped"] == {"short": 1, "void": 1}
     assert counts["void_files"] == 1 and counts["files"] == 5
     assert counts["samples"] == 13
-    rows = {Path(g["path"]).name: g for g in out["games"]}
+    rows = {Path(g.path).name: g for g in out["games"]}
     assert set(rows) == {"ok.sgf", "short.sgf", "nine.sgf", "corrupt.sgf", "marked-void.sgf"}
-    assert (rows["corrupt.sgf"]["reason"], rows["corrupt.sgf"]["at_move"]) == \
+    assert (rows["corrupt.sgf"].reason, rows["corrupt.sgf"].at_move) == \
         ("corrupt-coordinate", 2)
-    assert rows["nine.sgf"]["detail"] == "board is 9x9, not 19x19"
-    assert rows["marked-void.sgf"]["status"] == "void"
+    assert rows["nine.sgf"].detail == "board is 9x9, not 19x19"
+    assert rows["marked-void.sgf"].status == "void"
 
 
 def test_provenance_manifest_and_require_provenance(tmp_path) -> None:
@@ -198,20 +198,20 @@ def test_provenance_manifest_and_require_provenance(tmp_path) -> None:
         "sgf/no-licence.sgf": {"source": "example/other"},
     }))
     out = run(tmp_path, provenance=table)
-    rows = {Path(g["path"]).name: g for g in out["games"]}
-    assert (rows["known.sgf"]["source"], rows["known.sgf"]["licence"]) == ("example/repo", "MIT")
-    assert (rows["no-licence.sgf"]["source"], rows["no-licence.sgf"]["licence"]) == \
+    rows = {Path(g.path).name: g for g in out["games"]}
+    assert (rows["known.sgf"].source, rows["known.sgf"].licence) == ("example/repo", "MIT")
+    assert (rows["no-licence.sgf"].source, rows["no-licence.sgf"].licence) == \
         ("example/other", None)
-    assert rows["unlisted.sgf"]["source"] is None
+    assert rows["unlisted.sgf"].source is None
     assert out["manifest"]["counts"]["provenance"] == {
         "known licence": 1, "known source": 2, "unknown licence": 2, "unknown source": 1}
     strict = run(tmp_path, BuildOptions(require_provenance=True), provenance=table)
-    assert [g["samples"] for g in strict["games"]] == [2, 0, 0]
+    assert [g.samples for g in strict["games"]] == [2, 0, 0]
     assert strict["manifest"]["counts"]["skipped"] == {"no-provenance": 2}
     tsv = tmp_path / "prov.tsv"
     tsv.write_text("path\tsource\tlicense\nsgf/known.sgf\texample/repo\tGPL-3.0\n")
-    rows = {Path(g["path"]).name: g for g in run(tmp_path, provenance=tsv)["games"]}
-    assert rows["known.sgf"]["licence"] == "GPL-3.0"
+    rows = {Path(g.path).name: g for g in run(tmp_path, provenance=tsv)["games"]}
+    assert rows["known.sgf"].licence == "GPL-3.0"
 
 
 def test_bad_provenance_manifest_is_one_line(tmp_path) -> None:
@@ -251,6 +251,6 @@ def test_recording_metadata_reaches_the_game_table(tmp_path) -> None:
                   BLACK_PLAYER_PROP: '{"kind":"go19","adapter":"r5"}',
                   WHITE_PLAYER_PROP: '{"kind":"gtp"}'})
     (row,) = run(tmp_path)["games"]
-    assert (row["run"], row["game"]) == ("demo-20261129-171000", "1")
-    assert row["players"] == {"black": {"kind": "go19", "adapter": "r5"},
+    assert (row.run, row.game) == ("demo-20261129-171000", "1")
+    assert row.players == {"black": {"kind": "go19", "adapter": "r5"},
                               "white": {"kind": "gtp"}}

@@ -21,6 +21,7 @@ import pytest
 from orchestrator.coords import MOVE_TEXTS, PASS, move_from_text
 from orchestrator.dataset import BuildOptions, DatasetError, build, load
 from orchestrator.export import chunk as export_write
+from orchestrator.export.chunk import ChunkResult, ExportTask
 from orchestrator.export.pipeline import ExportOptions, export
 from orchestrator.render import render_image, render_png
 from tests.conftest import REPO
@@ -218,7 +219,9 @@ def test_tasks_are_plain_data_for_other_runners(dataset, tmp_path) -> None:
     """What another executor (a cluster) gets: tasks that survive JSON, results likewise."""
     def through_json(tasks, workers, done):
         for task in tasks:
-            yield json.loads(json.dumps(export_write.export_chunk(json.loads(json.dumps(task)))))
+            sent = ExportTask.from_dict(json.loads(json.dumps(task.as_dict())))
+            result = export_write.export_chunk(sent)
+            yield ChunkResult.from_dict(json.loads(json.dumps(result.as_dict())))
 
     one = export(dataset, tmp_path / "one", ExportOptions(image_px=124, shard_size=4))
     other = export(dataset, tmp_path / "other", ExportOptions(image_px=124, shard_size=4),

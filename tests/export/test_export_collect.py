@@ -2,7 +2,9 @@
 real `go19 serve` (the heuristic engine) behind a recording relay, then `dataset build`
 and `dataset export` of its recordings. Every exported picture must be, byte for byte,
 a PNG the server received for that position, at the size that player's matchup entry
-gave (found by the export through the run's run.json, no --image-px).
+gave (no --image-px): the export reads it from the game's own record (the players'
+``render`` settings), so the SGFs moved out of their run folder keep it, and recordings
+made before the record carried it still get it from the run's run.json.
 
 The relay reads the GO19 request frames with its own few lines of parsing (the layout in
 docs/DESIGN.md), not with go19's codec, and passes every byte on unchanged both ways.
@@ -10,6 +12,9 @@ docs/DESIGN.md), not with go19's codec, and passes every byte on unchanged both 
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import struct
 from pathlib import Path
 
@@ -98,6 +103,11 @@ async def relay(server_port: int, seen: Seen, *, task_status=trio.TASK_STATUS_IG
     await trio.serve_listeners(handle, listeners)
 
 
+def _without_render(text: str) -> str:
+    """An SGF as go19 wrote it before the players' metadata carried ``render``."""
+    return re.sub(r',"render":\{[^{}]*\}', "", text)
+
+
 async def test_exported_pictures_are_what_serve_received(tmp_path: Path) -> None:
     seen: Seen = {}
     async with trio.open_nursery() as nursery:
@@ -107,27 +117,46 @@ async def test_exported_pictures_are_what_serve_received(tmp_path: Path) -> None
         matchup = tmp_path / "export.toml"
         matchup.write_text(MATCHUP.format(port=port))
         summary = await collect(CollectOptions(matchup, games=2, recordings=tmp_path / "rec",
-                                               dashboard=False), log=lambda line: None)
+                                               dashboard=False))
         nursery.cancel_scope.cancel()
     assert summary.state.done == 2
+    sgfs = sorted(summary.run_dir.glob("*.sgf"))
+    assert all('"render":{"image_px":160,"mark_last":true}' in p.read_text() for p in sgfs)
 
-    await trio.to_thread.run_sync(build, [summary.run_dir], tmp_path / "ds")
-    manifest = await trio.to_thread.run_sync(export, tmp_path / "ds", tmp_path / "ex",
-                                             ExportOptions())
-    data = load(tmp_path / "ds")
-    rows = parquet_rows(tmp_path / "ex")
-    assert len(rows) == len(data["move"]) > 40
+    # Moved out of the run folder (no run.json beside them), and as an older go19 wrote
+    # them (no render settings, run.json beside them): the same pictures.
+    moved, legacy = tmp_path / "moved", tmp_path / "legacy"
+    moved.mkdir()
+    for path in sgfs:
+        shutil.copy(path, moved / path.name)
+    shutil.copytree(summary.run_dir, legacy)
+    for path in legacy.glob("*.sgf"):
+        path.write_text(_without_render(path.read_text()))
+    assert '"image_px": 160' in json.dumps(json.loads((legacy / "run.json").read_text()))
+
     sizes = {"big": 160, "small": 128}
-    games = load_games(tmp_path / "ds")
-    for i, row in enumerate(rows):
-        board, side = data["board"][i], int(data["to_play"][i])
-        png = row["image"]["bytes"]
-        assert png in seen[(board.tobytes(), side)], f"sample {i}: not a PNG the server got"
-        player = games[row["game"]]["black" if side == 1 else "white"]
-        assert row["image_px"] == sizes[player] == decode(png).shape[0]
-        # A few stones, not the last move: at 128 px its red dot covers most of the stone.
-        stones = [int(q) for q in board.reshape(-1).nonzero()[0] if q != row["last_move"]][:12]
-        assert orientation_faults(decode(png), board, stones) == []
-    assert manifest["counts"]["image_px_from"] == {"run": len(rows)}
-    assert set(manifest["counts"]["image_px"]) == {"128", "160"}
+    pictures = []
+    for source, origin in ((moved, "record"), (legacy, "run")):
+        ds, ex = tmp_path / f"ds-{source.name}", tmp_path / f"ex-{source.name}"
+        await trio.to_thread.run_sync(build, [source], ds)
+        manifest = await trio.to_thread.run_sync(export, ds, ex, ExportOptions())
+        data = load(ds)
+        rows = parquet_rows(ex)
+        assert len(rows) == len(data["move"]) > 40
+        games = load_games(ds)
+        for i, row in enumerate(rows):
+            board, side = data["board"][i], int(data["to_play"][i])
+            png = row["image"]["bytes"]
+            assert png in seen[(board.tobytes(), side)], f"sample {i}: not a PNG the server got"
+            game = games[row["game"]]
+            player = game.black if side == 1 else game.white
+            assert row["image_px"] == sizes[player] == decode(png).shape[0]
+            # A few stones, not the last move: at 128 px its red dot covers most of the stone.
+            stones = [int(q) for q in board.reshape(-1).nonzero()[0]
+                      if q != row["last_move"]][:12]
+            assert orientation_faults(decode(png), board, stones) == []
+        assert manifest["counts"]["image_px_from"] == {origin: len(rows)}
+        assert set(manifest["counts"]["image_px"]) == {"128", "160"}
+        pictures.append([row["image"]["bytes"] for row in rows])
+    assert pictures[0] == pictures[1]
 
