@@ -35,6 +35,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check orchestrator tests bench
+	$(VENV)/bin/mypy
 
 katago: $(STAMP)
 	$(PY) -m orchestrator.label.setup --dir .katago

@@ -23,16 +23,20 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from orchestrator.files import atomic_writer
+
+isal_zlib: ModuleType | None
 try:  # go19[fast]: ISA-L's deflate
-    from isal import isal_zlib
+    import isal.isal_zlib
+
+    isal_zlib = isal.isal_zlib
 except ImportError:
     isal_zlib = None
-
-from orchestrator.files import atomic_writer
 
 Fields = Mapping[str, tuple[np.dtype, tuple[int, ...]]]  # name -> (dtype, shape of one row)
 

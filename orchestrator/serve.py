@@ -214,6 +214,7 @@ class _Server:
                     stats.pings += 1
                     await stream.send_all(codec.send(wire.Pong()))
                     continue
+                assert isinstance(event, wire.Request), "a server's codec reads requests"
                 reply = await self._answer(event, peer)
                 await stream.send_all(codec.send(reply))
         except wire.RemoteProtocolError as exc:

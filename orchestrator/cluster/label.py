@@ -32,7 +32,7 @@ import numpy as np
 
 from orchestrator.cluster.label_actor import EngineActor, EngineSpec, PieceOutcome
 from orchestrator.label.games import LabelGame
-from orchestrator.label.run import LabelRun, LabelRunError, Reporter, RunOptions, RunResult
+from orchestrator.label.run import LabelRunError, Reporter, RunOptions, RunResult, plan
 from orchestrator.label.store import LabelWriter, empty_labels
 
 
@@ -120,9 +120,8 @@ class RayLabelRun:
     # -- the loop -------------------------------------------------------------------------
 
     def _run(self, ray: Any, games: Sequence[LabelGame]) -> None:
-        plan = LabelRun(self.writer, None, self.options, self.reporter)  # type: ignore[arg-type]
-        todo = plan._plan(games)  # the single-engine path's own accounting (resume, void)
-        self.result.already = plan.result.already
+        # The single-engine path's own accounting (resume, void).
+        todo, self.result.already = plan(self.writer, games, self.options.ownership)
         self.result.games = len(todo)
         self.reporter.start(len(todo), sum(g.positions for g in todo))
         if not todo:
@@ -216,11 +215,11 @@ class RayLabelRun:
                 slot.replaced = 0
                 if item.generation == slot.generation:
                     slot.finished += len(item.rows)
-                game = open_games[item.order]
-                self._piece_back(game, item.rows, outcome)
-                if not game.left:
+                piece_of = open_games[item.order]
+                self._piece_back(piece_of, item.rows, outcome)
+                if not piece_of.left:
                     del open_games[item.order]
-                    self._write(game)
+                    self._write(piece_of)
             self._poll(ray)
             if time.monotonic() - last_line >= self.cluster.interval:
                 last_line = time.monotonic()

@@ -2,7 +2,7 @@
 
 The actor keeps a trio loop in a thread of its own; the KataGo process lives there, opened
 with :func:`orchestrator.label.engine.open_katago`, and each game is labelled by
-:meth:`orchestrator.label.run.LabelRun._label` (the single-engine path's code, not a copy:
+:meth:`orchestrator.label.run.GameLabeller.label` (the single-engine path's code, not a copy:
 same queries, priority ``-order``, same arrays). Ray calls :meth:`EngineActor.label` from
 its thread pool (``max_concurrency``), so several games are in flight on one engine and
 KataGo's threads stay busy, as with ``go19 label``'s ``--max-in-flight``.
@@ -33,7 +33,13 @@ import orchestrator
 from orchestrator.label.config import KataGoPaths
 from orchestrator.label.engine import KataGoDied, KataGoEngine, open_katago
 from orchestrator.label.games import LabelGame
-from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOptions
+from orchestrator.label.run import (
+    EngineFiles,
+    GameLabeller,
+    LabelRunError,
+    RunOptions,
+    RunResult,
+)
 
 PREPARED = ".katago"
 
@@ -96,7 +102,7 @@ _Captured = tuple[dict[str, np.ndarray] | None, str | None, tuple[str, ...]]
 
 
 class _Capture:
-    """Stands in for the label writer and reporter of :class:`LabelRun`: the actor sends
+    """The :class:`GameLabeller`'s label sink and reporter on an actor: the actor sends
     what it captures to the driver, which owns the real writer."""
 
     def __init__(self) -> None:
@@ -175,7 +181,7 @@ class _TrioEngine:
         self.files = files
         self.options = options
         self._capture = _Capture()
-        self._run = LabelRun(self._capture, files, options, self._capture)  # type: ignore[arg-type]
+        self._games = GameLabeller(self._capture, self._capture, options, RunResult())
         self._engine: KataGoEngine | None = None
         self._ready: trio.Event | None = None
         self._replace: trio.Event | None = None
@@ -229,7 +235,7 @@ class _TrioEngine:
         deaths = 0
         while True:
             self._replace = trio.Event()
-            finished_before = self._run.result.labelled
+            finished_before = self._games.result.labelled
             try:
                 async with open_katago(self.files.binary, self.files.model, self.files.config,
                                        self.files.log) as engine:
@@ -250,7 +256,7 @@ class _TrioEngine:
                     self._fail(f"KataGo did not start on node {socket.gethostname()}: {death}")
                     return
                 self._engine_gone(self._engine)
-            deaths = 1 if self._run.result.labelled > finished_before else deaths + 1
+            deaths = 1 if self._games.result.labelled > finished_before else deaths + 1
             if deaths > self.options.max_restarts:
                 self._fail(f"KataGo died {deaths} times in a row on node "
                            f"{socket.gethostname()} without finishing a game or a piece of one")
@@ -288,7 +294,7 @@ class _TrioEngine:
         while True:
             engine = await self._current_engine()
             try:
-                await self._run._label(engine, order, game, rows)
+                await self._games.label(engine, order, game, rows)
             except KataGoDied:
                 # Asked again on the next engine, as LabelRun puts it back in its queue.
                 self._engine_gone(engine)

@@ -18,7 +18,7 @@ from orchestrator.dataset.shards import DatasetError
 from orchestrator.label.config import KataGoPaths
 from orchestrator.label.games import LabelGame, select_games
 from orchestrator.label.progress import PlainReporter, RichReporter
-from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOptions
+from orchestrator.label.run import EngineFiles, Labelling, LabelRun, LabelRunError, RunOptions
 from orchestrator.label.store import LabelError, LabelWriter
 
 PREPARED = ".katago"
@@ -99,9 +99,9 @@ def engine_files(args: argparse.Namespace) -> EngineFiles:
     return EngineFiles(Path(binary), Path(model), Path(config), args.out / "katago.log")
 
 
-def _summary(run: LabelRun, out: Path, games: list, void_files: int) -> str:
+def _summary(run: Labelling, out: Path, games: list, void_files: int) -> str:
     r = run.result
-    skipped = {}
+    skipped: dict[str, int] = {}
     for game in games:
         if game.status != "ok":
             name = f"{game.status} {game.reason}" if game.reason else game.status
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     label_run = LabelRun(writer, files, options, reporter)
 
     def label() -> None:
-        with reporter if tty else nullcontext():
+        with reporter if isinstance(reporter, RichReporter) else nullcontext():
             trio.run(label_run.run, games)
 
     return finish(label, label_run, writer, options, args, games, void_files)
@@ -171,7 +171,7 @@ def open_folder(args: argparse.Namespace, options: RunOptions,
     return first, games, void_files, writer
 
 
-def finish(label: Callable[[], None], label_run: LabelRun, writer: LabelWriter,
+def finish(label: Callable[[], None], label_run: Labelling, writer: LabelWriter,
            options: RunOptions, args: argparse.Namespace, games: list, void_files: int, *,
            fatal: tuple[type[Exception], ...] = (),
            more: Callable[[], dict[str, Any]] = dict) -> int:

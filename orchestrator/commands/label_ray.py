@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     label_run = RayLabelRun(writer, spec, options, cluster, reporter)
 
     def label() -> None:
-        with ray_session(address, num_cpus=None) as ray, reporter if tty else nullcontext():
+        shown = reporter if isinstance(reporter, RichReporter) else nullcontext()
+        with ray_session(address, num_cpus=None) as ray, shown:
             label_run.run(ray, games)
 
     def more() -> dict[str, Any]:
@@ -93,5 +94,5 @@ def run(args: argparse.Namespace) -> int:
                         "cpus_per_engine": cluster.cpus_per_engine,
                         "nodes": sorted({s.node for s in label_run.slots if s.node})}}
 
-    return finish(label, label_run, writer, options, args, games,  # type: ignore[arg-type]
+    return finish(label, label_run, writer, options, args, games,
                   void_files, fatal=(ClusterError,), more=more)

@@ -81,7 +81,7 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-class _Announce:
+class _Announce(trio.TaskStatus[int]):
     """The ``task_status`` of serve_go19: print the bound address once listening.
 
     Used instead of ``nursery.start`` so a failure to listen surfaces as a plain OSError.
@@ -90,7 +90,7 @@ class _Announce:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
 
-    def started(self, port: int) -> None:
+    def started(self, port: int | None = None) -> None:
         args = self.args
         host = f"[{args.host}]" if ":" in args.host else args.host
         print(f"serving GO19 on {host}:{port} (engine {args.engine}, {args.slots} slots)",

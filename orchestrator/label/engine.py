@@ -20,7 +20,7 @@ import json
 import math
 import subprocess
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,7 +127,7 @@ class KataGoEngine:
 
     async def analyze_game_stream(
         self, moves: Sequence[Move], **options: Any
-    ) -> AsyncIterator[AnalysisResponse]:
+    ) -> AsyncGenerator[AnalysisResponse, None]:
         """Each analysed turn as soon as KataGo answers it (in any order); options as in
         :func:`game_query`. Consume it whole or under ``contextlib.aclosing``."""
         query = game_query(moves, **options)
@@ -160,7 +160,7 @@ class KataGoEngine:
 
     async def _submit(
         self, query: dict[str, Any], expected: int
-    ) -> AsyncIterator[tuple[dict[str, Any], tuple[str, ...]]]:
+    ) -> AsyncGenerator[tuple[dict[str, Any], tuple[str, ...]], None]:
         """Send one query and yield its ``expected`` final answers with their warnings."""
         if self._death is not None:
             raise self._death

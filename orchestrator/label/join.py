@@ -95,7 +95,7 @@ class LabelJoin:
         rows = self._label_rows[at] if n else np.empty(0, np.intp)
         has = rows >= 0
         take = rows[has]
-        out = {
+        out: dict[str, np.ndarray] = {
             "katago_move": np.full(n, -1, np.int16),
             "played_move": self._played[at] if n else np.empty(0, np.int16),
             "policy": np.full((n, AREA + 1), np.nan, np.float32),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,7 @@ from orchestrator.label.engine import (
     open_katago,
 )
 from orchestrator.label.games import LabelGame
-from orchestrator.label.store import LabelWriter, empty_labels
+from orchestrator.label.store import empty_labels
 
 
 class LabelRunError(Exception):
@@ -63,14 +63,37 @@ class RunOptions:
                 "rules": dict(GO19_RULES), "report_as": "BLACK"}
 
 
-class Reporter(Protocol):
+class GameReporter(Protocol):
+    """What labelling a game says (to a progress bar, plain lines, a Ray actor's capture)."""
+
+    def advance(self, positions: int) -> None: ...  # negative when answers are dropped
+    def game_done(self, game: LabelGame) -> None: ...
+    def message(self, line: str) -> None: ...
+
+
+class Reporter(GameReporter, Protocol):
     """Where the run says how it goes (a progress bar, plain lines, a test)."""
 
     def start(self, games: int, positions: int) -> None: ...
     def engine_started(self, pid: int) -> None: ...
-    def advance(self, positions: int) -> None: ...  # negative when answers are dropped
-    def game_done(self, game: LabelGame) -> None: ...
-    def message(self, line: str) -> None: ...
+
+
+class LabelSink(Protocol):
+    """Where a game's labels go: the label folder (``store.LabelWriter``), or a Ray
+    actor's capture that hands them to the driver."""
+
+    def add(self, game: LabelGame, arrays: dict[str, np.ndarray],
+            warnings: Iterable[str] = ()) -> None: ...
+
+    def record(self, game: LabelGame, status: str, reason: str | None = None,
+               detail: str | None = None, warnings: Iterable[str] = ()) -> None: ...
+
+
+class LabelStore(LabelSink, Protocol):
+    """A label folder as a run uses it: what it holds already, which engine labels it."""
+
+    def labelled(self) -> set[str]: ...
+    def set_engine(self, engine: Mapping[str, Any]) -> None: ...
 
 
 @dataclass
@@ -88,6 +111,13 @@ class RunResult:
     @property
     def rate(self) -> float:
         return self.positions / self.querying_seconds if self.querying_seconds else 0.0
+
+
+class Labelling(Protocol):
+    """A run that labels games (one engine here, or many over Ray): how far it got."""
+
+    @property
+    def result(self) -> RunResult: ...
 
 
 class _Queue:
@@ -122,21 +152,21 @@ def _first(error: BaseException) -> BaseException:
     return error
 
 
-class LabelRun:
-    """One run; ``result`` says how far it got, also after :class:`LabelRunError` or an
-    interruption. The caller flushes the writer afterwards, whatever happened."""
+class GameLabeller:
+    """Labels one game, or a piece of it, on a running engine: the part of a run a Ray
+    actor runs too. Its outcome goes to ``sink``, its counts into ``result``;
+    ``finished`` is set each time a game is finished."""
 
-    def __init__(self, writer: LabelWriter, files: EngineFiles, options: RunOptions,
-                 reporter: Reporter) -> None:
-        self.writer = writer
-        self.files = files
-        self.options = options
+    def __init__(self, sink: LabelSink, reporter: GameReporter, options: RunOptions,
+                 result: RunResult) -> None:
+        self.sink = sink
         self.reporter = reporter
-        self.result = RunResult()
-        self.finished_since_restart = False
+        self.options = options
+        self.result = result
+        self.finished = False
 
-    async def _label(self, engine: KataGoEngine, order: int, game: LabelGame,
-                     rows: range | None = None) -> None:
+    async def label(self, engine: KataGoEngine, order: int, game: LabelGame,
+                    rows: range | None = None) -> None:
         """Label ``game``, or only its ``rows`` (a piece of it, for the Ray driver, which
         puts the pieces together; the writer then gets arrays with those rows filled)."""
         arrays = empty_labels(game, self.options.ownership)
@@ -169,23 +199,59 @@ class LabelRun:
         except KataGoQueryError as exc:
             self.reporter.advance(len(part) - answered)  # the bar counts it as done
             self.result.errors += 1
-            self.writer.record(game, "error", "katago", exc.message, warnings)
+            self.sink.record(game, "error", "katago", exc.message, warnings)
             self.reporter.message(f"error: {game.where}: {exc}")
             self.reporter.game_done(game)
             return
         if warnings:
             self.reporter.message(f"warning: {game.where}: KataGo: {'; '.join(sorted(warnings))}")
-        self.writer.add(game, arrays, warnings)
+        self.sink.add(game, arrays, warnings)
         self.result.labelled += 1
         self.result.positions += len(part)
-        self.finished_since_restart = True
+        self.finished = True
         self.reporter.game_done(game)
+
+
+def plan(store: LabelStore, games: Sequence[LabelGame], ownership: bool
+         ) -> tuple[list[LabelGame], int]:
+    """The games to ask, in input order, and how many the folder has already; games not
+    to ask (void, rejected, no positions) go into ``store`` as they are."""
+    done = store.labelled()
+    todo: list[LabelGame] = []
+    queued: set[str] = set()
+    already = 0
+    for game in games:
+        if game.status != "ok":
+            store.record(game, game.status, game.reason, game.detail)
+        elif game.ident in done:
+            already += 1
+        elif game.ident not in queued:  # a file given twice is labelled once
+            queued.add(game.ident)
+            if game.positions:
+                todo.append(game)
+            else:
+                store.add(game, empty_labels(game, ownership))
+    return todo, already
+
+
+class LabelRun:
+    """One run; ``result`` says how far it got, also after :class:`LabelRunError` or an
+    interruption. The caller flushes the writer afterwards, whatever happened."""
+
+    def __init__(self, writer: LabelStore, files: EngineFiles, options: RunOptions,
+                 reporter: Reporter) -> None:
+        self.writer = writer
+        self.files = files
+        self.options = options
+        self.reporter = reporter
+        self.result = RunResult()
+        self._games = GameLabeller(writer, reporter, options, self.result)
 
     async def _worker(self, engine: KataGoEngine, queue: _Queue) -> None:
         while (item := queue.pop()) is not None:
             order, game = item
             try:
-                await self._label(engine, order, game)
+                await self._games.label(engine, order, game)
             except KataGoDied:
                 queue.put_back(order, game)
                 raise
@@ -221,42 +287,23 @@ class LabelRun:
         return self.result
 
     async def _run(self, games: Sequence[LabelGame]) -> None:
-        todo = self._plan(games)
+        todo, self.result.already = plan(self.writer, games, self.options.ownership)
         queue = _Queue(todo)
         self.result.games = len(todo)
         self.reporter.start(len(todo), sum(g.positions for g in todo))
         deaths = 0
         while len(queue):
-            self.finished_since_restart = False
+            self._games.finished = False
             try:
                 await self._session(queue)
             except* KataGoDied as group:
                 death = _first(group)
                 if not self.result.engine:
                     raise LabelRunError(f"KataGo did not start: {death}") from None
-                deaths = 1 if self.finished_since_restart else deaths + 1
+                deaths = 1 if self._games.finished else deaths + 1
                 if deaths > self.options.max_restarts:
                     raise LabelRunError(f"KataGo died {deaths} times in a row without "
                                         f"finishing a game; last: {death}") from None
                 self.result.restarts += 1
                 self.reporter.message(f"KataGo died ({death}); restarting with {len(queue)} "
                                       f"games to go ({deaths}/{self.options.max_restarts})")
-
-    def _plan(self, games: Sequence[LabelGame]) -> list[LabelGame]:
-        """Account for games not to ask and return the others, in input order."""
-        done = self.writer.labelled()
-        todo: list[LabelGame] = []
-        queued: set[str] = set()
-        for game in games:
-            if game.status != "ok":
-                self.writer.record(game, game.status, game.reason, game.detail)
-            elif game.ident in done:
-                self.result.already += 1
-            elif game.ident not in queued:  # a file given twice is labelled once
-                queued.add(game.ident)
-                if game.positions:
-                    todo.append(game)
-                else:
-                    self.writer.add(game, empty_labels(game, self.options.ownership))
-        return todo
-

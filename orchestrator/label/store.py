@@ -164,7 +164,8 @@ class LabelWriter:
 
     def _entry(self, game: LabelGame, status: str, reason: str | None, detail: str | None,
                warnings: Iterable[str], positions: int) -> dict[str, Any]:
-        entry = {"ident": game.ident, "path": game.path, "game_index": game.game_index,
+        entry: dict[str, Any] = {"ident": game.ident, "path": game.path,
+                                 "game_index": game.game_index,
                  "sha1": game.sha1, "status": status, "reason": reason, "detail": detail,
                  "moves": game.moves, "positions": positions, "shard": None}
         warnings = sorted(set(warnings))

@@ -90,6 +90,7 @@ class Go19Connection:
         reply = await self._exchange(request)
         if isinstance(reply, wire.ErrorReply):
             await self.aclose()
+        assert isinstance(reply, wire.MoveReply | wire.ErrorReply), "a request's answer"
         return reply
 
     async def ping(self) -> float:
@@ -151,7 +152,7 @@ class Go19Connection:
         poller.register(sock.fileno(), select.POLLIN)
         return not poller.poll(0)
 
-    def _next_reply(self, eof: bool) -> wire.Event | object:
+    def _next_reply(self, eof: bool) -> wire.Event | wire.NeedData:
         try:
             return self._codec.next_event()
         except wire.RemoteProtocolError as exc:

@@ -91,7 +91,7 @@ class GtpPlayer:
             if clean:
                 with trio.move_on_after(QUIT_GRACE):
                     try:
-                        await process.stdin.send_all(b"quit\n")
+                        await _pipes(process)[0].send_all(b"quit\n")
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         pass
                     await process.wait()
@@ -169,7 +169,7 @@ class GtpPlayer:
         assert process is not None and self._clean, "one GTP request at a time"
         self._clean = False
         try:
-            await process.stdin.send_all(command.encode() + b"\n")
+            await _pipes(process)[0].send_all(command.encode() + b"\n")
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise await self._died(process, command) from None
         reply = await self._read_reply(process, command)
@@ -201,7 +201,7 @@ class GtpPlayer:
                     f"GTP engine {self.name!r} sent over {MAX_REPLY_BYTES} bytes "
                     f"without ending its reply to {command!r}"
                 )
-            chunk = await process.stdout.receive_some(65536)
+            chunk = await _pipes(process)[1].receive_some(65536)
             if not chunk:
                 raise await self._died(process, command)
             buffer += chunk.replace(b"\r", b"")
@@ -221,10 +221,17 @@ class GtpPlayer:
         )
 
 
+def _pipes(process: trio.Process) -> tuple[trio.abc.SendStream, trio.abc.ReceiveStream]:
+    """The engine's stdin and stdout (it is started with both piped)."""
+    assert process.stdin is not None and process.stdout is not None
+    return process.stdin, process.stdout
+
+
 async def _reap(process: trio.Process) -> None:
     """Kill (if still running), wait for, and close the pipes of an engine."""
     if process.returncode is None:
         process.kill()
     await process.wait()
-    await process.stdin.aclose()
-    await process.stdout.aclose()
+    stdin, stdout = _pipes(process)
+    await stdin.aclose()
+    await stdout.aclose()

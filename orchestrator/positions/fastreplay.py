@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Callable
 from functools import cache
 from operator import attrgetter
 from typing import Any
@@ -31,8 +32,11 @@ from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_ta
 from orchestrator.sgf import Setup, SgfGame, SgfMove, fastgrammar
 from orchestrator.sgf.grammar import Node
 
+njit: Callable[..., Any] | None
 try:
-    from numba import njit
+    import numba
+
+    njit = numba.njit
 except ImportError:  # the pure path only
     njit = None
 
@@ -274,7 +278,7 @@ def _decode(run: Any, colors: Any, points: Any) -> int:
     return count
 
 
-if ENABLED:
+if ENABLED and njit is not None:
     _decode = njit(cache=True, nogil=True)(_decode)
     _flood = njit(cache=True, nogil=True)(_flood)
     _seen = njit(cache=True, nogil=True)(_seen)
@@ -294,7 +298,9 @@ def _changes(game: SgfGame) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, n
     if not game.setup:
         return _NO_SETUP
     before = np.array([s.before_move for s in game.setup], np.int64)
-    offsets, pts, cols = [0], [], []
+    offsets: list[int] = [0]
+    pts: list[int] = []
+    cols: list[int] = []
     for s in game.setup:
         for group, color in ((s.empty, 0), (s.black, 1), (s.white, 2)):
             pts += group

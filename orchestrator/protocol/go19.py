@@ -58,15 +58,16 @@ class RemoteProtocolError(ProtocolError):
     """The peer sent bytes that are not valid GO19 at this point."""
 
 
-class _Sentinel:
-    def __init__(self, name: str) -> None:
-        self._name = name
+class NeedData(enum.Enum):
+    """The type of :data:`NEED_DATA` (an enum of one, so that ``is NEED_DATA`` narrows)."""
+
+    NEED_DATA = "NEED_DATA"
 
     def __repr__(self) -> str:
-        return self._name
+        return self.value
 
 
-NEED_DATA = _Sentinel("NEED_DATA")
+NEED_DATA = NeedData.NEED_DATA
 
 
 class Role(enum.Enum):
@@ -175,7 +176,7 @@ class Connection:
 
     # -- receiving ---------------------------------------------------------
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         """Buffer bytes from the peer; ``b""`` means the peer closed its side."""
         if data == b"":
             self._eof = True
@@ -184,7 +185,7 @@ class Connection:
             self._fail(LocalProtocolError("received data after EOF"))
         self._buffer += data
 
-    def next_event(self) -> Event | _Sentinel:
+    def next_event(self) -> Event | NeedData:
         if self._error is not None:
             raise copy.copy(self._error)
         try:
@@ -207,7 +208,7 @@ class Connection:
             self._outstanding = None
         return event
 
-    def _parse_from_client(self) -> Event | _Sentinel:
+    def _parse_from_client(self) -> Event | NeedData:
         magic = self._magic((_REQUEST_MAGIC, _PING), "request or PING")
         if magic is None:
             return self._closed_or_need_data()
@@ -216,7 +217,7 @@ class Connection:
             return Ping()
         return self._parse_request()
 
-    def _parse_request(self) -> Request | _Sentinel:
+    def _parse_request(self) -> Request | NeedData:
         limits = self.limits
         buf = self._buffer
         if len(buf) < 8:
@@ -260,7 +261,7 @@ class Connection:
         del buf[:end]
         return Request(size, ai_side, png, board)
 
-    def _parse_from_server(self) -> Event | _Sentinel:
+    def _parse_from_server(self) -> Event | NeedData:
         outstanding = self._outstanding
         if outstanding is None:
             if self._buffer:
@@ -275,7 +276,7 @@ class Connection:
             return self._closed_or_need_data()
         return self._parse_reply(outstanding.size)
 
-    def _parse_reply(self, size: int) -> MoveReply | ErrorReply | _Sentinel:
+    def _parse_reply(self, size: int) -> MoveReply | ErrorReply | NeedData:
         buf = self._buffer
         if len(buf) < 5:
             return self._need_more("reply header")
@@ -317,7 +318,7 @@ class Connection:
             raise RemoteProtocolError(f"expected {what}, got bytes {head[:bad]!r}")
         return head if len(head) == 4 else None
 
-    def _closed_or_need_data(self) -> ConnectionClosed | _Sentinel:
+    def _closed_or_need_data(self) -> ConnectionClosed | NeedData:
         if not self._eof:
             return NEED_DATA
         if self._buffer:
@@ -329,7 +330,7 @@ class Connection:
             self._outstanding = None
         return ConnectionClosed()
 
-    def _need_more(self, what: str) -> _Sentinel:
+    def _need_more(self, what: str) -> NeedData:
         if self._eof:
             raise RemoteProtocolError(f"connection closed inside the {what}")
         return NEED_DATA

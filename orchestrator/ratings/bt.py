@@ -307,6 +307,8 @@ def fit_likelihoods(
         ),
         key=lambda r: (-r.elo, r.player),
     )
+    b_elo: float | None
+    b_err: float | None
     if black_advantage:
         b_elo = float(theta[-1]) * ELO_PER_NAT
         b_err = math.sqrt(max(float(cov_theta[-1, -1]), 0.0)) * ELO_PER_NAT

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from functools import cache
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -145,8 +145,9 @@ class Board:
     def __getitem__(self, point: int) -> int:
         return self.stones[point]
 
-    def group_at(self, point: int) -> Group | None:
-        return self._group_at[point]
+    def group_at(self, point: int) -> Group:
+        """The group of the stone at ``point`` (there must be one)."""
+        return cast(Group, self._group_at[point])
 
     def liberties_at(self, point: int) -> int:
         group = self._group_at[point]
@@ -208,7 +209,7 @@ class Board:
         stones = self.stones
         if stones[point]:
             raise OccupiedError(color, point, self.size)
-        group_at = self._group_at
+        group_at = cast("list[Group]", self._group_at)  # read at stones only
         dead: list[Group] = []
         friends: list[Group] = []
         empties = 0
@@ -291,6 +292,7 @@ class Board:
         dead, friends, new_hash = self._judge(color, point)
         stones = self.stones
         group_at = self._group_at
+        stone_group = cast("list[Group]", group_at)  # the same list, read at stones only
         adj = self._adj
         stones[point] = color
         # The largest adjacent own group absorbs the stone and the other groups,
@@ -317,7 +319,7 @@ class Board:
             if not s:
                 libs.add(q)
             elif s != color:
-                group_at[q].liberties.discard(point)
+                stone_group[q].liberties.discard(point)
         captured: tuple[int, ...] = ()
         if dead:
             captured = tuple(sorted(s for g in dead for s in g.stones))
@@ -328,7 +330,7 @@ class Board:
             for s in captured:
                 for q in adj[s]:
                     if stones[q] == color:
-                        group_at[q].liberties.add(s)
+                        stone_group[q].liberties.add(s)
             self.captures[color] += len(captured)
         self.hash = new_hash
         self.history.add(new_hash)

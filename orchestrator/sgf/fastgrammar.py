@@ -15,6 +15,7 @@ tests/sgf/test_fastgrammar.py checks the two agree on the whole real corpus and 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,11 @@ from orchestrator.sgf import grammar
 from orchestrator.sgf.grammar import Node
 from orchestrator.sgf.model import Truncated
 
+njit: Callable[..., Any] | None
 try:
-    from numba import njit
+    import numba
+
+    njit = numba.njit
 except ImportError:  # the regex only
     njit = None
 
@@ -227,7 +231,7 @@ def _lines(b: Any, out: Any, lo: Any, hi: Any) -> int:
 
 
 ENABLED = njit is not None
-if ENABLED:
+if njit is not None:
     _space = njit(cache=True, nogil=True)(_space)
     _letter = njit(cache=True, nogil=True)(_letter)
     _digit = njit(cache=True, nogil=True)(_digit)

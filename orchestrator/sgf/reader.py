@@ -199,7 +199,7 @@ def _main_line(nodes: list[Node], size: int) -> tuple[tuple[Setup, ...], tuple[S
     setups: list[Setup] = []
     index = 0
     for props in nodes:
-        if props.__class__ is str:
+        if isinstance(props, str):
             index += _extend_run(moves, props, plain, size)
             continue
         if "AB" in props or "AW" in props or "AE" in props:

@@ -78,9 +78,9 @@ def decode_text(data: bytes) -> tuple[str, str]:
     GB18030, CP949, CP932 and Latin-1 reads most plausibly, ties going to the
     earlier one. Damaged bytes become U+FFFD.
     """
-    for bom, codec in _BOMS:
+    for bom, bom_codec in _BOMS:
         if data.startswith(bom):
-            return data[len(bom):].decode(codec, "replace"), codec
+            return data[len(bom):].decode(bom_codec, "replace"), bom_codec
     declared = _declared_codec(data)
     order = [declared, "utf-8"] if declared not in _SINGLE_BYTE_LATIN else ["utf-8", declared]
     for codec in order:
@@ -90,16 +90,16 @@ def decode_text(data: bytes) -> tuple[str, str]:
             except UnicodeError:
                 pass
     best = ("", "", -1.0)
-    for codec in dict.fromkeys([declared, *_FALLBACKS]):
-        if codec is None:
+    for candidate in dict.fromkeys([declared, *_FALLBACKS]):
+        if candidate is None:
             continue
         try:
-            text = data.decode(codec, "replace" if codec == "utf-8" else "strict")
+            text = data.decode(candidate, "replace" if candidate == "utf-8" else "strict")
         except UnicodeError:
             continue
-        score = _plausible(text, codec)
+        score = _plausible(text, candidate)
         if score > best[2]:
-            best = (text, codec, score)
+            best = (text, candidate, score)
     return best[0], best[1]
 
 

@@ -20,6 +20,15 @@ def test_ci_ends_by_running_the_tests_of_make_test() -> None:
     assert needed <= set(re.findall(r"missing\+=\(([\w-]+)\)", "\n".join(script)))
 
 
+def test_ci_lints_with_the_type_checker_before_the_tests() -> None:
+    script = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()]
+    commands = [line for line in script if line and not line.startswith("#")]
+    assert commands.index("make lint") < commands.index("exec make test")
+    makefile = (REPO / "Makefile").read_text()
+    lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    assert "ruff check orchestrator tests bench" in lint and "/mypy" in lint
+
+
 def test_property_tests_draw_the_same_examples_on_every_run() -> None:
     """Outside `make test-fuzz`, every property test is seeded from its own source and
     keeps no example database, so no run draws examples another run did not."""

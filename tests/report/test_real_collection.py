@@ -63,7 +63,6 @@ async def test_report_of_heuristic_against_gnugo(tmp_path: Path) -> None:
     path.write_text(MATCHUP.format(gnugo=GNUGO))
     summary = await collect(
         CollectOptions(matchup_path=path, games=2, recordings=tmp_path / "rec", dashboard=False),
-        log=lambda *_: None,
     )
     run_dir = summary.run_dir
     sgfs = [*run_dir.glob("*.sgf"), *(run_dir / "void").glob("*.sgf")]
