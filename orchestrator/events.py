@@ -7,22 +7,28 @@ plain log, the watch page). Nothing parses an event back from text: a subscriber
 its type and fields, and :mod:`orchestrator.collect.standings` is the one place events
 become words.
 
-Adding an event is a frozen dataclass here, subclassing :class:`Event`, plus its wording
-in ``standings.words`` (a test checks that every event has one).
+Adding an event is a subclass of :class:`Event` here (every subclass is made a frozen
+dataclass), plus its wording in ``standings.words`` (a test checks that every event has
+one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, dataclass_transform
 
 from orchestrator.recordings import JournalRecord
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass_transform(frozen_default=True)
 class Event:
-    """The base of everything a run says."""
+    """The base of everything a run says: each subclass is a frozen dataclass of the
+    facts, compared, printed and pickled as one."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(frozen=True)(cls)
 
 
 OnEvent = Callable[[Event], None]
@@ -31,7 +37,6 @@ OnEvent = Callable[[Event], None]
 # -- one game ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class GameStarted(Event):
     game: int
     slot: int
@@ -39,7 +44,6 @@ class GameStarted(Event):
     white: str
 
 
-@dataclass(frozen=True, slots=True)
 class MovePlayed(Event):
     """A move on the board. ``source`` is its SGF mark (None: the player's own move,
     ``opening``, ``fallback:<reason>``); ``ms`` how long the player took to answer, when
@@ -54,7 +58,6 @@ class MovePlayed(Event):
     ms: float | None
 
 
-@dataclass(frozen=True, slots=True)
 class Fallback(Event):
     """The heuristic AI plays ``move`` for ``player``, whose answer could not be used:
     ``reason`` is the fallback reason of the SGF mark and the journal (``timeout``,
@@ -66,7 +69,6 @@ class Fallback(Event):
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
 class PlayerRaised(Event):
     """A player failed in a way it does not report (a bug): the move falls back as
     ``error``; ``error`` is the exception's repr."""
@@ -76,7 +78,6 @@ class PlayerRaised(Event):
     error: str
 
 
-@dataclass(frozen=True, slots=True)
 class GameRecorded(Event):
     """A finished game (void ones too) is in the recordings: its journal record."""
 
@@ -86,7 +87,6 @@ class GameRecorded(Event):
 # -- the players -------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class ReplicaChanged(Event):
     """A GO19 replica's health changed. ``status``: ``backoff`` (a connect failed; the next
     attempt in ``retry_in`` s), ``down`` (given up after ``failures`` connects; probed in
@@ -102,7 +102,6 @@ class ReplicaChanged(Event):
     player: str | None = None  # the matchup's name for the endpoint, when it has one
 
 
-@dataclass(frozen=True, slots=True)
 class PlayerDown(Event):
     """Every replica of ``player`` is down: its games wait up to ``pause_s``."""
 
@@ -111,7 +110,6 @@ class PlayerDown(Event):
     pause_s: float
 
 
-@dataclass(frozen=True, slots=True)
 class PlayerBack(Event):
     player: str
 
@@ -119,7 +117,6 @@ class PlayerBack(Event):
 # -- the run -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class JournalRepaired(Event):
     """What resuming a run found and fixed in its folder."""
 
@@ -127,7 +124,6 @@ class JournalRepaired(Event):
     what: str  # the SGF's name, the dropped line's game, or how many temporary files
 
 
-@dataclass(frozen=True, slots=True)
 class RunResumed(Event):
     run_dir: str
     done: int
@@ -149,24 +145,20 @@ class SprtStatus:
     decision: Literal["H0", "H1"] | None
 
 
-@dataclass(frozen=True, slots=True)
 class RunStop(Event):
     """The run stops starting games; why is the subclass."""
 
 
-@dataclass(frozen=True, slots=True)
 class SprtAccepted(RunStop):
     sprt: SprtStatus
 
 
-@dataclass(frozen=True, slots=True)
 class PlayerDownTooLong(RunStop):
     player: str
     where: str
     pause_s: float
 
 
-@dataclass(frozen=True, slots=True)
 class VoidStreak(RunStop):
     """``games`` void games in a row. ``fallbacks``: per player, its fallback reasons in
     the streak, most common first; ``unreachable``: (player, where) of the players whose
@@ -177,14 +169,12 @@ class VoidStreak(RunStop):
     unreachable: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class Interrupted(RunStop):
     """The first Ctrl-C (or SIGTERM): ``in_flight`` games are let finish."""
 
     in_flight: int
 
 
-@dataclass(frozen=True, slots=True)
 class WatchPage(Event):
     """``collect --web``: the watch page is served at ``url``, or (``error``) is not."""
 

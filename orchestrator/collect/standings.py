@@ -53,32 +53,33 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' * (n != 1)}"
 
 
+# Events whose words are their fields put in a line (None: not logged, like each move).
+_LINES: dict[type[Event], str | None] = {
+    GameStarted: "game {game} started: {black} (B) vs {white} (W), slot {slot}",
+    MovePlayed: None,
+    Fallback: "game {game} move {move}: {player} {reason}, fallback",
+    PlayerRaised: "game {game}: {player} raised {error}",
+    PlayerDown: "player {player} is down ({where}): its games wait up to {pause_s:g} s for a "
+                "replica to come back",
+    PlayerBack: "player {player} is back: its games go on",
+    RunResumed: "resuming {run_dir}: {done} of {target} games already done",
+}
+
+
 @singledispatch
 def words(event: Event) -> str | None:
     """The line the plain log prints for ``event``; None for what is not logged (each
-    move). An event without a wording of its own reads as its fields."""
+    move). An event with neither a line in ``_LINES`` nor wording of its own reads as
+    its fields."""
+    if type(event) in _LINES:
+        line = _LINES[type(event)]
+        return None if line is None else line.format_map(vars(event))
     return repr(event)
 
 
-@words.register
-def _(event: GameStarted) -> str:
-    return (f"game {event.game} started: {event.black} (B) vs {event.white} (W), "
-            f"slot {event.slot}")
-
-
-@words.register
-def _(event: MovePlayed) -> None:
-    return None
-
-
-@words.register
-def _(event: Fallback) -> str:
-    return f"game {event.game} move {event.move}: {event.player} {event.reason}, fallback"
-
-
-@words.register
-def _(event: PlayerRaised) -> str:
-    return f"game {event.game}: {event.player} raised {event.error}"
+def has_words(kind: type[Event]) -> bool:
+    """Whether events of ``kind`` have a wording of their own (a test checks them all)."""
+    return kind in _LINES or words.dispatch(kind) is not words.dispatch(Event)
 
 
 @words.register
@@ -104,17 +105,6 @@ def _(event: ReplicaChanged) -> str:
     return f"{where}: reconnected after {_plural(event.failures, 'failed attempt')}"
 
 
-@words.register
-def _(event: PlayerDown) -> str:
-    return (f"player {event.player} is down ({event.where}): its games wait up to "
-            f"{event.pause_s:g} s for a replica to come back")
-
-
-@words.register
-def _(event: PlayerBack) -> str:
-    return f"player {event.player} is back: its games go on"
-
-
 _REPAIRS = {
     "rebuilt": "journal line rebuilt from {}",
     "dropped": "journal line dropped, no SGF: {}",
@@ -129,18 +119,9 @@ def _(event: JournalRepaired) -> str:
 
 
 @words.register
-def _(event: RunResumed) -> str:
-    return f"resuming {event.run_dir}: {event.done} of {event.target} games already done"
-
-
-@words.register
 def _(event: RunStop) -> str:
-    return f"stopping: {stop_reason(event)}"
-
-
-@words.register
-def _(event: Interrupted) -> str:
-    return stop_reason(event)
+    reason = stop_reason(event)
+    return reason if isinstance(event, Interrupted) else f"stopping: {reason}"
 
 
 @words.register

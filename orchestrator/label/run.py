@@ -152,18 +152,17 @@ def _first(error: BaseException) -> BaseException:
     return error
 
 
+@dataclass
 class GameLabeller:
     """Labels one game, or a piece of it, on a running engine: the part of a run a Ray
     actor runs too. Its outcome goes to ``sink``, its counts into ``result``;
     ``finished`` is set each time a game is finished."""
 
-    def __init__(self, sink: LabelSink, reporter: GameReporter, options: RunOptions,
-                 result: RunResult) -> None:
-        self.sink = sink
-        self.reporter = reporter
-        self.options = options
-        self.result = result
-        self.finished = False
+    sink: LabelSink
+    reporter: GameReporter
+    options: RunOptions
+    result: RunResult
+    finished: bool = False
 
     async def label(self, engine: KataGoEngine, order: int, game: LabelGame,
                     rows: range | None = None) -> None:

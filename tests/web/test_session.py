@@ -150,14 +150,22 @@ class Silent:
         return None
 
 
+async def vlm_asked(nursery: trio.Nursery, tmp_path, timeout: float
+                    ) -> tuple[PlaySession, int]:
+    """A human-vs-VLM game whose server never answers, once the human has played move 1
+    and the VLM seat is asked (the session, and the server's port)."""
+    port = await nursery.start(partial(serve_go19, Silent(), "127.0.0.1", 0))
+    session = PlaySession(nursery, tmp_path)
+    session.handle({"type": "new", "settings": settings(mode="hv", port1=port, timeout=timeout)})
+    await until(session, lambda: session.waiting_human)
+    session.handle({"type": "click", "point": from_gtp("Q16", 19)})
+    await until(session, lambda: session.snapshot()["can_cancel"])
+    return session, port
+
+
 async def test_cancel_vlm_response_lets_the_local_ai_play_marked(tmp_path):
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(partial(serve_go19, Silent(), "127.0.0.1", 0))
-        session = PlaySession(nursery, tmp_path)
-        session.handle({"type": "new", "settings": settings(mode="hv", port1=port, timeout=600)})
-        await until(session, lambda: session.waiting_human)
-        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
-        await until(session, lambda: session.snapshot()["can_cancel"])
+        session, port = await vlm_asked(nursery, tmp_path, timeout=600)
         assert session.snapshot()["turn"] == f"vlm-127.0.0.1:{port} is thinking…"
         session.handle({"type": "cancel"})
         await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
@@ -175,12 +183,7 @@ async def test_the_vlm_seat_has_the_pages_timeout_and_the_human_no_clock(
     to the tick; the human then thinks for an hour of virtual time and plays on, no
     fallback."""
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(partial(serve_go19, Silent(), "127.0.0.1", 0))
-        session = PlaySession(nursery, tmp_path)
-        session.handle({"type": "new", "settings": settings(mode="hv", port1=port, timeout=7)})
-        await until(session, lambda: session.waiting_human)
-        session.handle({"type": "click", "point": from_gtp("Q16", 19)})
-        await until(session, lambda: session.snapshot()["can_cancel"])
+        session, _ = await vlm_asked(nursery, tmp_path, timeout=7)
         asked = trio.current_time()
         await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
         assert session.marks == {1: "timeout"}

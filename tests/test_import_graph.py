@@ -1,0 +1,137 @@
+"""The package import graph has no cycle, lazy imports (inside functions) and
+``TYPE_CHECKING`` imports included, so docs/DESIGN.md's layers stay true.
+
+The graph is read from the source with ``ast``: a node is a package of ``orchestrator``
+(``collect``, ``players``, ...) or one of its top-level modules (``events``,
+``recordings``, ...), an edge any import from one node of another.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "orchestrator"
+
+
+def _node(module: str) -> str | None:
+    """``orchestrator.collect.state`` -> ``collect``; None outside the package."""
+    parts = module.split(".")
+    if parts[0] != "orchestrator":
+        return None
+    return parts[1] if len(parts) > 1 else "orchestrator"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, here: str) -> list[tuple[str, int]]:
+    """Every module ``path`` (module ``here``) imports, anywhere in it, with the line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.append((module, node.lineno))
+            # `from orchestrator import render` imports a node (a name like __version__
+            # is the root's own).
+            if module == "orchestrator":
+                found += [(f"orchestrator.{alias.name}", node.lineno) for alias in node.names
+                          if (PACKAGE / alias.name).is_dir()
+                          or (PACKAGE / f"{alias.name}.py").is_file()]
+    return found
+
+
+def import_graph() -> dict[str, dict[str, list[str]]]:
+    """node -> imported node -> where ("path:line"), the root package's own __init__ left
+    out (every node imports it)."""
+    graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for path in sorted(PACKAGE.rglob("*.py")):
+        here = _module_name(path)
+        source = _node(here)
+        assert source is not None
+        for module, line in _imports(path, here):
+            target = _node(module)
+            if target is None or target == source or target == "orchestrator":
+                continue
+            graph[source][target].append(f"{path.relative_to(REPO)}:{line}")
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, {}):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_package_level_import_cycle() -> None:
+    graph = import_graph()
+    problems = []
+    for component in cycles(graph):
+        edges = [f"  {a} -> {b} ({graph[a][b][0]})" for a in component for b in component
+                 if b in graph.get(a, {})]
+        problems.append(" / ".join(component) + ":\n" + "\n".join(edges))
+    assert not problems, "import cycles between packages:\n" + "\n".join(problems)
+
+
+def test_the_graph_sees_lazy_and_relative_imports_and_finds_cycles(tmp_path: Path) -> None:
+    """The reader itself: imports inside functions and under TYPE_CHECKING, relative ones
+    and ``from orchestrator import x`` are edges; a cycle is found."""
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from . import sibling\n"
+        "from ..rules import board\n"
+        "from orchestrator import render, __version__\n"
+        "if TYPE_CHECKING:\n"
+        "    from orchestrator.collect.collector import Collector\n"
+        "def later():\n"
+        "    import orchestrator.players.go19\n")
+    found = [module for module, _ in _imports(source, "orchestrator.web.mod")]
+    assert found == ["typing", "orchestrator.web", "orchestrator.rules", "orchestrator",
+                     "orchestrator.render", "orchestrator.collect.collector",
+                     "orchestrator.players.go19"]
+    assert cycles({"a": {"b": ["x"]}, "b": {"c": ["y"]}, "c": {"a": ["z"]}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b": ["x"]}, "b": {}}) == []
