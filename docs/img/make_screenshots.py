@@ -39,8 +39,9 @@ def shoot(url: str, out: Path, width: int, height: int) -> None:
 def dashboard(width: int, height: int) -> None:
     console = Console(record=True, width=width, height=height, force_terminal=True,
                       color_system="truecolor", file=open("/dev/null", "w"))  # noqa: SIM115
-    dash = Dashboard(console)
-    dash.attach(scene())
+    collector = scene()
+    dash = Dashboard(console, collector.recent)
+    dash.attach(collector)
     console.print(dash.render())
     svg = console.export_svg(title=f"go19 collect — {width}x{height}")
     w, h = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups())

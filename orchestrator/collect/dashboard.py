@@ -1,7 +1,9 @@
 """The live dashboard (rich).
 
-It only reads the collector's state. Rendering is driven by a trio task calling
-``Live.refresh`` (``auto_refresh=False``), so rich starts no thread of its own.
+It reads the collector's state, and hears the run's events (``on_event``, subscribed
+from the start, so a resumed run's repairs show too) for its recent events. Rendering is
+driven by a trio task calling ``Live.refresh`` (``auto_refresh=False``), so rich starts
+no thread of its own.
 Score estimates are computed here for the visible games only, at refresh time,
 so the per-move cost of the referee does not grow with the dashboard.
 
@@ -28,7 +30,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.collect.standings import pairing_stats, stop_reason, verdict_text
+from orchestrator.collect.standings import RecentEvents, pairing_stats, stop_reason, verdict_text
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import GTP_COLUMNS, PASS
 from orchestrator.report.names import describe
@@ -92,13 +94,17 @@ def _title(text: str, extra: str = "") -> Text:
 
 
 class Dashboard:
-    def __init__(self, console: Console | None = None) -> None:
+    """The screen; a subscriber of the run state (``on_event``) for its recent events."""
+
+    def __init__(self, console: Console | None = None,
+                 recent: RecentEvents | None = None) -> None:
         self.console = console or Console()
+        self.recent = recent if recent is not None else RecentEvents()
         self._collector: Collector | None = None
         self._cache: dict = {}
 
     def on_event(self, event: Event) -> None:
-        """Nothing to do: the run state keeps the recent events the panel shows."""
+        self.recent.on_event(event)
 
     def attach(self, collector: Collector) -> None:
         self._collector = collector
@@ -149,7 +155,7 @@ class Dashboard:
         """Games in flight (as many as fit, keeping EVENTS_MIN rows of events), then
         events in what is left."""
         live_games = sorted(collector.state.live.values(), key=lambda g: -g.number)
-        events = list(collector.state.events)
+        events = list(self.recent.entries)
         want_events = 1 + max(1, min(len(events), EVENTS_MIN - 1))  # its title and lines
         game_rows = max(0, min(len(live_games), rows - 2 - want_events))
         if game_rows < len(live_games):  # the "… and N more" line takes a row

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
@@ -177,6 +179,43 @@ def _(stop: Interrupted) -> str:
     if not n:
         return "interrupted: no game in flight"
     return f"interrupted: finishing {_plural(n, 'game')} — Ctrl-C again to drop them"
+
+
+EVENTS_KEPT = 50
+
+
+@dataclass
+class RecentEvent:
+    """One line of the dashboard's recent events: the latest of the events that read
+    the same (``key``), how many there were, and when the latest came."""
+
+    stamp: str
+    text: str
+    count: int = 1
+    key: Hashable = ""
+
+
+class RecentEvents:
+    """The dashboard's recent events, a subscriber of the run state: the latest
+    ``EVENTS_KEPT``, each burst of events that are the same (a player's same fallback, a
+    replica failing to connect again and again; :func:`panel_line`) collapsed into one
+    entry with a count, so that a burst does not push everything else out."""
+
+    def __init__(self, kept: int = EVENTS_KEPT) -> None:
+        self.entries: deque[RecentEvent] = deque(maxlen=kept)
+
+    def on_event(self, event: Event) -> None:
+        line = panel_line(event)
+        if line is None:
+            return
+        key, text = line
+        stamp = time.strftime("%H:%M:%S")
+        for old in self.entries:
+            if old.key == key:
+                self.entries.remove(old)
+                self.entries.append(RecentEvent(stamp, text, old.count + 1, key))
+                return
+        self.entries.append(RecentEvent(stamp, text, 1, key))
 
 
 def panel_line(event: Event) -> tuple[Hashable, str] | None:

@@ -3,38 +3,21 @@
 Only the collector writes it; it is rebuilt from the journal on resume, so it never
 holds a fact the recordings do not. Everything the run says reaches it as an event
 (:mod:`orchestrator.events`, through :meth:`RunState.emit`): it keeps the facts it needs
-(the players' recent answer times, the latest events for the dashboard) and hands each
-event on to its subscribers. Events that repeat (a burst of the same fallback, a replica
-failing to connect again and again) are collapsed into one entry with a count, so a
-burst does not push everything else out; which events are "the same" and how an entry
-reads is :func:`orchestrator.collect.standings.panel_line`'s to say.
+(the players' recent answer times, why the run stops) and hands each event on to its
+subscribers (the dashboard, the plain log, the watch page).
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from orchestrator.collect.referee import LiveGame
-from orchestrator.collect.standings import panel_line
 from orchestrator.events import Event, MovePlayed, OnEvent, RunStop, SprtStatus
 from orchestrator.recordings import JournalRecord
 
-EVENTS_KEPT = 50
 LATENCIES_KEPT = 1000  # per player, for the dashboard's percentiles
-
-
-@dataclass
-class RecentEvent:
-    """One line of the dashboard's recent events: the latest of the events that read
-    the same (``key``), how many there were, and when the latest came."""
-
-    stamp: str
-    text: str
-    count: int = 1
-    key: Hashable = ""
 
 
 @dataclass
@@ -62,7 +45,6 @@ class RunState:
     done_at_start: int = 0
     started_at: float = field(default_factory=time.monotonic)
     live: dict[int, LiveGame] = field(default_factory=dict)
-    events: deque[RecentEvent] = field(default_factory=lambda: deque(maxlen=EVENTS_KEPT))
     tally: dict[str, PlayerTally] = field(default_factory=dict)
     records: list[JournalRecord] = field(default_factory=list)
     reasons: Counter = field(default_factory=Counter)
@@ -84,20 +66,8 @@ class RunState:
             self.latency.setdefault(event.player, deque(maxlen=LATENCIES_KEPT)).append(event.ms)
         if isinstance(event, RunStop):
             self.stop = event
-        line = panel_line(event)
-        if line is not None:
-            self._show(*line)
         for callback in self._subscribers:
             callback(event)
-
-    def _show(self, key: Hashable, text: str) -> None:
-        stamp = time.strftime("%H:%M:%S")
-        for old in self.events:
-            if old.key == key:
-                self.events.remove(old)
-                self.events.append(RecentEvent(stamp, text, old.count + 1, key))
-                return
-        self.events.append(RecentEvent(stamp, text, 1, key))
 
     def add_record(self, record: JournalRecord) -> None:
         """Count one journal record (new or read back on resume)."""

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from orchestrator.collect.matchup import Sprt
 from orchestrator.collect.players import PlayerHandle
 from orchestrator.collect.referee import GameSpec, LiveGame
+from orchestrator.collect.standings import RecentEvents
 from orchestrator.collect.state import RunState
 from orchestrator.events import Fallback, GameRecorded, ReplicaChanged
 from orchestrator.players.go19 import ReplicaStats
@@ -66,6 +67,8 @@ def scene(games: int = 212, paired: bool = True, in_flight: int = 8, more_replic
     rng = random.Random(7)
     state = RunState(run_id="r5_vs_r4-20260101-000000", target=400, players=["r4", "r5"])
     state.started_at -= 3600 * 1.5
+    recent = RecentEvents()  # the dashboard's (Dashboard(console, collector.recent))
+    state.subscribe(recent.on_event)
     for n in range(1, games + 1):
         black, white = ("r5", "r4") if n % 2 else ("r4", "r5")
         r5_wins = rng.random() < 0.56
@@ -112,4 +115,4 @@ def scene(games: int = 212, paired: bool = True, in_flight: int = 8, more_replic
     }
     matchup = SimpleNamespace(pairing=SimpleNamespace(black="r5", white="r4"),
                               stop=SimpleNamespace(sprt=Sprt()))
-    return SimpleNamespace(state=state, players=players, matchup=matchup)
+    return SimpleNamespace(state=state, players=players, matchup=matchup, recent=recent)

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from orchestrator.collect.dashboard import Dashboard
-from orchestrator.collect.standings import PlainLog, standings_block
+from orchestrator.collect.standings import PlainLog, RecentEvents, standings_block
 from orchestrator.collect.state import RunState
 from orchestrator.events import Fallback, GameRecorded, ReplicaChanged
 from tests.collect.dashboard_scene import FAILING_REPLICA, SLOW_REPLICA, record, scene
@@ -22,7 +22,7 @@ def render(collector, width: int, height: int) -> tuple[list[str], list[str]]:
     """The screen's lines, plain and with their ANSI styles."""
     console = Console(record=True, width=width, height=height, force_terminal=True,
                       color_system="truecolor", legacy_windows=False)
-    dash = Dashboard(console)
+    dash = Dashboard(console, collector.recent)
     dash.attach(collector)
     console.print(dash.render())
     styled = console.export_text(styles=True).splitlines()
@@ -104,6 +104,8 @@ def test_standings_block_every_n_games() -> None:
 
 def test_events_collapse_repeats() -> None:
     state = RunState(run_id="x", target=1, players=["a"])
+    recent = RecentEvents()
+    state.subscribe(recent.on_event)
     for k in range(5):
         state.emit(Fallback(3, k, "a", "illegal:superko"))
     state.emit(GameRecorded(record(3, "a", "b", "black", None)))
@@ -114,7 +116,7 @@ def test_events_collapse_repeats() -> None:
         state.emit(ReplicaChanged("h:1", "backoff", 1.5 * failures, "refused", failures,
                                   player="a"))
     state.emit(ReplicaChanged("h:1", "down", 6.0, "refused", 6, player="a"))
-    events = list(state.events)
+    events = list(recent.entries)
     assert [(e.text, e.count) for e in events] == [
         ("game 3: a (B) vs b (W) B+3.5 by two-passes, 240 moves", 1),
         ("illegal:superko fallback (a)", 6),
