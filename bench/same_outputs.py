@@ -3,7 +3,9 @@ same inputs and compare what they write, byte for byte.
 
     .venv/bin/python bench/same_outputs.py --before /path/to/checkout-of-main [--after .]
 
-Each checkout runs its own ``.venv/bin/go19``. Compared, with the same input for both:
+Each checkout runs its own ``.venv/bin/go19``; both venvs must have the same optional
+packages (isal deflates shards otherwise than zlib, numba runs the compiled paths).
+Compared, with the same input for both:
 
 - ``go19 dataset build`` of the real corpus (``../shared/sgf/real``; once whole, once with
   ``--max-per-game 2``) and of a demo run's folder: every file of the dataset;
@@ -125,6 +127,18 @@ def go19(tree: Path, *args: str | Path, check: bool = True) -> subprocess.Comple
     return done
 
 
+OPTIONAL = ("isal", "numba", "pyarrow")  # change what is written, or which code writes it
+
+
+def extras(tree: Path) -> list[str]:
+    """The optional packages the checkout's venv has."""
+    probe = (f"import importlib.util; print(' '.join(m for m in {OPTIONAL!r} if "
+             "importlib.util.find_spec(m)))")
+    done = subprocess.run([str(tree / ".venv" / "bin" / "python"), "-c", probe],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
 def demo_matchup(tree: Path, out: Path) -> Path:
     text = (tree / "matchups" / "demo.toml").read_text()
     text = text.replace("concurrency = 8", "concurrency = 1")
@@ -209,6 +223,13 @@ def main() -> int:
                         help="the after checkout records the players' render settings")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    found = {side: extras(tree) for side, tree in trees.items()}
+    if found["before"] != found["after"]:
+        # isal deflates shards differently from zlib; numba takes the compiled paths.
+        print(f"the venvs differ in optional packages ({found}): install the same extras "
+              "in both (pip install -e '.[fast]')", file=sys.stderr)
+        return 2
+    print(f"optional packages in both venvs: {' '.join(found['after']) or 'none'}")
     corpus = args.corpus.resolve()
     if not corpus.is_dir():
         print(f"no corpus at {corpus}", file=sys.stderr)
