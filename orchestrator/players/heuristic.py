@@ -157,8 +157,8 @@ class HeuristicChooser:
         stones = board.stones
         adj = neighbours_table(board.size)
         regions = empty_regions(board)
-        region_of, region_points, region_border = (regions.region_of, regions.points,
-                                                   regions.borders)
+        region_of, region_border = regions.region_of, regions.borders
+        region_size = [len(points) for points in regions.points]
         limit = settled_limit(board.size)
         scores = [0.0] * board.area
         forced: set[int] = set()  # captures and rescues: worth playing even in settled regions
@@ -171,7 +171,7 @@ class HeuristicChooser:
         for p in range(board.area):
             if stones[p] != EMPTY:
                 continue
-            if p not in forced and len(region_points[region_of[p]]) <= limit:
+            if p not in forced and region_size[region_of[p]] <= limit:
                 border = region_border[region_of[p]]
                 # Bordered by one colour only (mask 1 or 2): settled.
                 if border == BLACK or border == WHITE:

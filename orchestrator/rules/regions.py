@@ -28,18 +28,16 @@ class EmptyRegions:
 def empty_regions(board: Board, lifted: Sequence[bool] | None = None) -> EmptyRegions:
     """The board's empty regions; with ``lifted``, the stones at its True points count
     as empty (dead stones taken off)."""
-    stones = board.stones
+    # The color of the stone that stands at each point (0: none, or lifted off).
+    standing: Sequence[int] = board.stones if lifted is None else [
+        EMPTY if up else s for s, up in zip(board.stones, lifted, strict=True)]
     adj = neighbours_table(board.size)
-    if lifted is None:
-        open_ = [s == EMPTY for s in stones]
-    else:
-        open_ = [s == EMPTY or up for s, up in zip(stones, lifted, strict=True)]
     region_of = [-1] * board.area
     points_of: list[list[int]] = []
     borders: list[int] = []
     touching: list[list[int]] = []
     for start in range(board.area):
-        if not open_[start] or region_of[start] >= 0:
+        if standing[start] or region_of[start] >= 0:
             continue
         rid = len(points_of)
         region_of[start] = rid
@@ -51,8 +49,9 @@ def empty_regions(board: Board, lifted: Sequence[bool] | None = None) -> EmptyRe
             p = points[i]
             i += 1
             for q in adj[p]:
-                if not open_[q]:
-                    mask |= stones[q]
+                color = standing[q]
+                if color:
+                    mask |= color
                     touch.append(q)
                 elif region_of[q] < 0:
                     region_of[q] = rid
