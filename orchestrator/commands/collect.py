@@ -17,6 +17,7 @@ from orchestrator.collect.run import (
     RunSummary,
     collect,
 )
+from orchestrator.players.address import check_host
 
 EXIT_CODES = """\
 exit status:
@@ -144,6 +145,7 @@ def _with_web_page(bind: str, dashboard):
         return None
     try:
         host, port = parse_bind(bind)
+        host = check_host(host)  # an AddressError is a ValueError too
     except ValueError as exc:
         print(f"collect: --web: {exc}", file=sys.stderr)
         return None

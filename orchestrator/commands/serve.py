@@ -10,6 +10,7 @@ import sys
 import trio
 
 from orchestrator.commands import examples
+from orchestrator.players.address import AddressError, check_host
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.player_pool import PlayerPool
 from orchestrator.serve import (
@@ -132,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     if problems:
         print(f"serve: {problems[0]}", file=sys.stderr)
+        return 2
+    try:
+        args.host = check_host(args.host)
+    except AddressError as exc:
+        print(f"serve: --host: {exc}", file=sys.stderr)
         return 2
     try:
         engine = make_engine(args.engine, args.slots, args.seed, args.level, args.komi)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import trio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator import __version__
 from orchestrator.collect.recorder import journal_record, utc_stamp
@@ -28,6 +28,7 @@ from orchestrator.collect.sgf_record import recorded_game_sgf
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.files import atomic_write
+from orchestrator.players.address import check_host
 from orchestrator.players.base import RESIGN
 from orchestrator.players.go19 import Go19Endpoint, format_address
 from orchestrator.rules.game import Game
@@ -74,6 +75,11 @@ class PlaySettings(BaseModel):
     auto_reconnect1: bool = False
     auto_reconnect2: bool = False
 
+    @field_validator("host1", "host2")
+    @classmethod
+    def _host(cls, value: str) -> str:
+        return check_host(value.strip()) if value.strip() else value  # host2 may be blank
+
     def server(self, index: int) -> tuple[str, int]:
         """Server 2 left blank means self-play on server 1."""
         if index == 2 and self.host2.strip():
@@ -84,7 +90,7 @@ class PlaySettings(BaseModel):
 def settings_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "settings"
-    return f"bad setting {where}: {first['msg']}"
+    return f"bad setting {where}: {first['msg'].removeprefix('Value error, ')}"
 
 
 class PlaySession:
