@@ -157,6 +157,10 @@ def _with_web_page(bind: str, dashboard):
 
 def print_summary(summary: RunSummary) -> None:
     state = summary.state
+    if summary.removed:
+        print(f"interrupted: {summary.dropped_in_flight} game(s) in flight dropped and no game "
+              f"was recorded: removed {summary.run_dir}, nothing to resume")
+        return
     print(f"run {summary.run_dir}: {state.done}/{state.target} games finished, {state.void} void")
     if summary.interrupted:
         if summary.dropped_in_flight:
