@@ -84,7 +84,12 @@ def _komi(raw: str | None) -> float:
         return 0.0
     if komi != komi or abs(komi) == float("inf"):
         return 0.0
-    return komi / 100 if abs(komi) >= 100 else komi
+    if abs(komi) < 100:
+        return komi
+    # Fox writes komi x100: points (KM[650] 6.5, KM[750] 7.5), or under Chinese rules
+    # stones, which count twice (KM[375]: 3.75 stones, 7.5 points).
+    komi /= 100
+    return komi * 2 if (komi * 4).is_integer() and not (komi * 2).is_integer() else komi
 
 
 def _handicap(raw: str | None) -> int:

@@ -109,3 +109,16 @@ def test_missing_path_exits_2_with_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.strip().count("\n") == 0 and "nowhere" in result.stderr
+
+
+def test_a_komi_that_is_no_multiple_of_a_half_is_rejected(tmp_path: Path) -> None:
+    """No Go rules score with it and KataGo refuses it: it must reach neither a label nor
+    a prompt. Fox's x100 komi reads as the points it means (KM[375]: 7.5)."""
+    (tmp_path / "odd.sgf").write_bytes(b"(;SZ[9]KM[0.3];B[ee])")
+    (tmp_path / "fox.sgf").write_bytes(b"(;SZ[9]KM[375]RU[Chinese];B[ee];W[];B[])")
+    result = go19("replay", str(tmp_path))
+    assert result.stdout.splitlines() == [
+        f"{tmp_path}/fox.sgf: ok, 3 moves, two passes, Tromp-Taylor B+73.5",
+        f"{tmp_path}/odd.sgf: rejected (bad-komi): komi 0.3 is not a multiple of 0.5",
+        "2 files: 1 games ok, 1 rejected (bad-komi 1)",
+    ]
