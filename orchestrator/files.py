@@ -17,8 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from orchestrator.sgf import SgfGame, Unreadable, read_games
+from orchestrator.sgf import SgfGame, TooLarge, Unreadable, read_games
 from orchestrator.sgf.grammar import Node, main_lines
+
+MiB = 1 << 20
+# What one SGF file may cost to read: its bytes, its text, and nodes that keep only what
+# is read (orchestrator/sgf/grammar.py), a few times its size at most. Real records are
+# kilobytes; a collection of thousands of games a few MiB.
+MAX_SGF_BYTES = 64 * MiB
 
 
 @contextmanager
@@ -111,12 +117,18 @@ def read_manifest(path: Path, fmt: str, error: type[Exception], what: str) -> di
 
 
 def read_sgf_file(path: str | os.PathLike[str], *, require_size: int | None = None,
-                  lines: Callable[[str], list[list[Node]]] = main_lines) -> list[SgfGame]:
+                  lines: Callable[[str], list[list[Node]]] = main_lines,
+                  max_bytes: int | None = MAX_SGF_BYTES) -> list[SgfGame]:
     """Every game of an SGF file; raises an :class:`~orchestrator.sgf.SgfError` naming
-    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all).
+    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all,
+    :class:`~orchestrator.sgf.TooLarge`, unread, when it is over ``max_bytes``).
     ``lines`` is :func:`~orchestrator.sgf.read_games`' step 2."""
     try:
         with open(path, "rb", buffering=0) as fh:  # one read: no buffer to set up
+            size = os.fstat(fh.fileno()).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise TooLarge(f"{size / MiB:.1f} MiB, over the limit of {max_bytes / MiB:g} "
+                               "MiB a file may have (--max-file-mib)", os.fspath(path))
             data = fh.readall()
     except OSError as exc:
         raise Unreadable.from_os_error(exc, os.fspath(path)) from None

@@ -8,7 +8,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.commands import count_int, dataset_ray, examples, found_line, positive_int
+from orchestrator.commands import (
+    add_max_file_mib,
+    count_int,
+    dataset_ray,
+    examples,
+    found_line,
+    max_file_bytes,
+    positive_int,
+)
 from orchestrator.coords import MOVE_TEXTS
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.build import EmptyDataset
@@ -18,7 +26,9 @@ from orchestrator.export.progress import ExportProgress
 from orchestrator.files import atomic_write
 from orchestrator.label.join import TARGETS, LabelJoin
 from orchestrator.label.store import LabelError, LabelSet
+from orchestrator.positions.samples import GameRead
 from orchestrator.prompt import PromptError, read_template
+from orchestrator.sgf import TooLarge
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--allow-missing-labels", action="store_true",
                    help="with --labels: keep positions without a label (label fields "
                    "NaN / -1) instead of dropping them")
+    add_max_file_mib(b)
     dataset_ray.add_options(b)
     b.set_defaults(func=run_build)
 
@@ -203,6 +214,12 @@ def _join(args: argparse.Namespace) -> LabelJoin | None:
     return LabelJoin(LabelSet(args.labels), args.target, args.allow_missing_labels)
 
 
+def _say_refused(game: GameRead) -> None:
+    """One line per file refused for its size (the others are counted in the summary)."""
+    if game.reason == TooLarge.reason:
+        print(f"dataset build: refused {game.path}: {game.detail}", file=sys.stderr)
+
+
 def run_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
@@ -213,14 +230,14 @@ def run_build(args: argparse.Namespace) -> int:
             dedup=not args.no_dedup, include_fallback=args.include_fallback,
             min_moves=args.min_moves, seed=args.seed,
             require_provenance=args.require_provenance, shard_size=args.shard_size,
-            compress=not args.no_compress,
+            compress=not args.no_compress, max_file_bytes=max_file_bytes(args),
         )
         with dataset_ray.reader(args) as reader:
             manifest = build(
                 args.inputs, args.out, options, provenance=args.source_manifest,
                 workers=args.workers, force=args.force,
                 progress=_progress(started) if sys.stderr.isatty() else None, join=join,
-                refuse_empty=True, reader=reader,
+                refuse_empty=True, reader=reader, on_rejected=_say_refused,
             )
     except EmptyDataset as exc:
         if sys.stderr.isatty():

@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from orchestrator.files import read_sgf_file
+from orchestrator.commands import add_max_file_mib, max_file_bytes
+from orchestrator.files import MAX_SGF_BYTES, read_sgf_file
 from orchestrator.rules.replay import replay
 from orchestrator.sgf import SgfError, SgfGame
 
@@ -35,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--require-19", action="store_true", help="reject boards other than 19x19"
     )
+    add_max_file_mib(parser)
     parser.set_defaults(func=run)
 
 
@@ -48,10 +50,11 @@ def sgf_files(paths: list[Path]) -> Iterator[Path]:
             yield path
 
 
-def check_file(path: Path, require_size: int | None) -> list[dict]:
+def check_file(path: Path, require_size: int | None,
+               max_bytes: int | None = MAX_SGF_BYTES) -> list[dict]:
     """One record per game in the file, or a single record when it cannot be read."""
     try:
-        games = read_sgf_file(path, require_size=require_size)
+        games = read_sgf_file(path, require_size=require_size, max_bytes=max_bytes)
     except SgfError as exc:
         return [_record(path, None, None, exc)]
     records = []
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for path in sgf_files(args.paths):
             files += 1
-            for record in check_file(path, require_size):
+            for record in check_file(path, require_size, max_file_bytes(args)):
                 records.append(record)
                 print(json.dumps(record, ensure_ascii=False) if args.json else _line(record))
         if files == 0:

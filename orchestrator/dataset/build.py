@@ -67,7 +67,7 @@ from orchestrator.dataset.shards import (
     ShardWriter,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
-from orchestrator.files import atomic_write, publish_dir, sha256_file
+from orchestrator.files import MAX_SGF_BYTES, atomic_write, publish_dir, sha256_file
 from orchestrator.positions.samples import (
     SIZE,
     GameRead,
@@ -114,6 +114,7 @@ class BuildOptions:
     require_provenance: bool = False
     shard_size: int = SHARD_SIZE
     compress: bool = True  # deflated shards: ~25x smaller, a few % slower to build
+    max_file_bytes: int | None = MAX_SGF_BYTES  # a file over it is rejected unread
 
     def __post_init__(self) -> None:
         if self.max_per_game is not None and self.max_per_game < 1:
@@ -170,7 +171,8 @@ def _batches(files: Sequence[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def read_all(files: Sequence[str], workers: int) -> Iterator[GameRead]:
+def read_all(files: Sequence[str], workers: int,
+             max_bytes: int | None = MAX_SGF_BYTES) -> Iterator[GameRead]:
     """Every game of ``files`` in order, read in ``workers`` processes.
 
     At most ``2 * workers`` tasks are in flight, so a slow consumer holds back the
@@ -178,12 +180,12 @@ def read_all(files: Sequence[str], workers: int) -> Iterator[GameRead]:
     """
     if workers <= 1:
         for path in files:
-            yield from read_file(path)
+            yield from read_file(path, max_bytes)
         return
     with multiprocessing.get_context().Pool(workers) as pool:
         pending: deque = deque()
         for batch in _batches(files):
-            pending.append(pool.apply_async(read_files, (batch,)))
+            pending.append(pool.apply_async(read_files, (batch, max_bytes)))
             if len(pending) >= 2 * workers:
                 for games in pending.popleft().get():
                     yield from games
@@ -430,9 +432,11 @@ def build(
     join: Join | None = None,
     refuse_empty: bool = False,
     reader: Callable[[Sequence[str]], Iterable[GameRead]] | None = None,
+    on_rejected: Callable[[GameRead], None] | None = None,
 ) -> dict:
     """Build a dataset folder at ``out`` from SGF files and folders; return its manifest.
 
+    ``on_rejected`` hears each game (or unreadable file) the build rejects, as it goes.
     Raises :class:`DatasetError` (one line) for unusable input or output paths.
     Nothing appears at ``out`` until the build is complete, nor at all when
     ``refuse_empty`` and no sample was kept (:class:`EmptyDataset`).
@@ -450,8 +454,12 @@ def build(
     try:
         builder.counts.files, builder.counts.void_files = len(files), void_files
         paths = [str(f) for f in files]  # reader: step 1 elsewhere (orchestrator.cluster)
-        for n, game in enumerate(read_all(paths, workers) if reader is None else reader(paths), 1):
+        games = read_all(paths, workers, options.max_file_bytes) if reader is None \
+            else reader(paths)
+        for n, game in enumerate(games, 1):
             builder.add(game)
+            if game.status == "rejected" and on_rejected is not None:
+                on_rejected(game)
             if progress is not None and n % 1000 == 0:
                 progress(builder.sync_counts())
         builder.finish()

@@ -61,6 +61,7 @@ from orchestrator.sgf.model import (
     SgfError,
     SgfGame,
     SgfMove,
+    TooLarge,
     Truncated,
     Unparseable,
     Unreadable,
@@ -72,6 +73,6 @@ from orchestrator.sgf.writer import write_sgf
 __all__ = [
     "BLACK_PLAYER_PROP", "END_PROP", "GAME_PROP", "LATENCY_PROP", "MAX_SIZE", "RUN_PROP",
     "SOURCE_PROP", "VOID_PROP", "WHITE_PLAYER_PROP", "CorruptCoordinate", "EmptyFile",
-    "NotNineteen", "NotSupported", "Setup", "SgfError", "SgfGame", "SgfMove", "Truncated",
-    "Unparseable", "Unreadable", "decode_text", "read_games", "write_sgf",
+    "NotNineteen", "NotSupported", "Setup", "SgfError", "SgfGame", "SgfMove", "TooLarge",
+    "Truncated", "Unparseable", "Unreadable", "decode_text", "read_games", "write_sgf",
 ]
