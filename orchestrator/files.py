@@ -8,6 +8,7 @@ one, never a part. Reads: JSON manifests and SGF files, with one-line errors.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -90,6 +91,42 @@ def publish_dir(partial: Path, out: Path) -> None:
     fsync_dir(out.parent)  # the rename is what publishes the folder: make it durable
     if old is not None:
         shutil.rmtree(old)
+
+
+def partial_dir(out: Path) -> Path:
+    """Where a folder is built before :func:`publish_dir` puts it at ``out``: beside it,
+    hidden, named after this process (``.NAME.partial-PID``)."""
+    return out.with_name(f".{out.name}.partial-{os.getpid()}")
+
+
+def sweep_partials(out: Path) -> str | None:
+    """Remove the partial folders of ``out`` left by processes that are gone (killed
+    before they could clean up: a new run has another PID, so nothing else would); one
+    line saying what went, or None. A folder whose PID is alive is another run's."""
+    removed, total = [], 0
+    for partial in sorted(out.parent.glob(f".{glob.escape(out.name)}.partial-*")):
+        pid = partial.name.rsplit("-", 1)[1]
+        if not pid.isdigit() or _alive(int(pid)) or not partial.is_dir():
+            continue
+        total += sum(f.stat().st_size for f in partial.rglob("*") if f.is_file())
+        shutil.rmtree(partial, ignore_errors=True)
+        removed.append(f"{partial.name} (PID {pid} is gone)")
+    if not removed:
+        return None
+    return (f"removed {len(removed)} stale partial folder{'' if len(removed) == 1 else 's'}: "
+            f"{', '.join(removed)}; {total / MiB:.1f} MiB")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def sha256_file(path: Path) -> str:

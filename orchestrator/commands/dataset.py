@@ -23,7 +23,7 @@ from orchestrator.dataset.build import EmptyDataset
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
 from orchestrator.export.pipeline import DEFAULT_SHARD_SIZE, FORMATS, ExportOptions, export
 from orchestrator.export.progress import ExportProgress
-from orchestrator.files import atomic_write
+from orchestrator.files import atomic_write, sweep_partials
 from orchestrator.label.join import TARGETS, LabelJoin
 from orchestrator.label.store import LabelError, LabelSet
 from orchestrator.positions.samples import GameRead
@@ -214,6 +214,13 @@ def _join(args: argparse.Namespace) -> LabelJoin | None:
     return LabelJoin(LabelSet(args.labels), args.target, args.allow_missing_labels)
 
 
+def _sweep(command: str, out: Path) -> None:
+    """The partial folders of runs killed before they could clean up go first."""
+    line = sweep_partials(out)
+    if line is not None:
+        print(f"{command}: {line}", file=sys.stderr)
+
+
 def _say_refused(game: GameRead) -> None:
     """One line per file refused for its size (the others are counted in the summary)."""
     if game.reason == TooLarge.reason:
@@ -232,6 +239,7 @@ def run_build(args: argparse.Namespace) -> int:
             require_provenance=args.require_provenance, shard_size=args.shard_size,
             compress=not args.no_compress, max_file_bytes=max_file_bytes(args),
         )
+        _sweep("dataset build", args.out)
         with dataset_ray.reader(args) as reader:
             manifest = build(
                 args.inputs, args.out, options, provenance=args.source_manifest,
@@ -289,6 +297,7 @@ def run_export(args: argparse.Namespace) -> int:
             template=read_template(args.prompt),
             prompt_file=str(args.prompt) if args.prompt else None, shard_size=args.shard_size,
         )
+        _sweep("dataset export", args.out)
         with dataset_ray.runner(args) as runner, ExportProgress() as progress:
             manifest = export(args.dataset, args.out, options, workers=args.workers,
                               force=args.force, progress=progress, runner=runner)

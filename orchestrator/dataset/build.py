@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing
 import os
 import random
 import shutil
@@ -67,7 +66,13 @@ from orchestrator.dataset.shards import (
     ShardWriter,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
-from orchestrator.files import MAX_SGF_BYTES, atomic_write, publish_dir, sha256_file
+from orchestrator.files import (
+    MAX_SGF_BYTES,
+    atomic_write,
+    partial_dir,
+    publish_dir,
+    sha256_file,
+)
 from orchestrator.positions.samples import (
     SIZE,
     GameRead,
@@ -77,6 +82,7 @@ from orchestrator.positions.samples import (
 )
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
+from orchestrator.workers import pool as worker_pool
 
 if TYPE_CHECKING:
     from orchestrator.dataset import fastdedup
@@ -182,7 +188,7 @@ def read_all(files: Sequence[str], workers: int,
         for path in files:
             yield from read_file(path, max_bytes)
         return
-    with multiprocessing.get_context().Pool(workers) as pool:
+    with worker_pool(workers) as pool:
         pending: deque = deque()
         for batch in _batches(files):
             pending.append(pool.apply_async(read_files, (batch, max_bytes)))
@@ -448,7 +454,7 @@ def build(
     files, void_files = find_sgf_files(inputs)
     table = read_provenance(Path(provenance)) if provenance is not None else {}
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    partial = partial_dir(out)
     partial.mkdir()
     builder = _Builder(partial, options, table, stages, join)
     try:
