@@ -81,10 +81,10 @@ def game_context(row: dict, image_px: int | None) -> GameContext:
             from None
     if not games or games[0].sha1 != row["sha1"]:
         raise DatasetError(f"{path}: changed since the dataset was built (sha1 differs)")
-    try:
-        game = games[row["game_index"]]
-    except (IndexError, TypeError):
-        raise DatasetError(f"{path}: has no game {row['game_index']}") from None
+    # By its index in the file: a tree that is no game is not in the list.
+    game = next((g for g in games if g.game_index == row["game_index"]), None)
+    if game is None:
+        raise DatasetError(f"{path}: has no game {row['game_index']}")
     px_from = ["option" if image_px is not None else "default"] * 2
     sizes = [image_px or DEFAULT_IMAGE_PX] * 2
     if image_px is None and row.get("run"):

@@ -251,6 +251,17 @@ def _build_game(
     )
 
 
+# FF[4]'s root and game-info properties, and Go's own: a tree with none of them, no move
+# and no setup stone is no game record (random bytes hold "(;" often enough).
+_GAME_INFO = frozenset("AP CA FF GM ST SZ AN BR BT CP DT EV GN GC ON OT PB PC PW RE RO RU SO "
+                       "TM US WR WT HA KM".split())
+
+
+def _is_game(game: SgfGame) -> bool:
+    return bool(game.moves or game.setup) or any(
+        name in _GAME_INFO or name.startswith("GOXIX") for name in game.root_props)
+
+
 def read_games(
     data: bytes, *, require_size: int | None = None, path: str | None = None,
     lines: Callable[[str], list[list[Node]]] = main_lines,
@@ -258,7 +269,10 @@ def read_games(
     """Every game in an SGF file's bytes, main lines only.
 
     Raises an :class:`SgfError` subclass, naming ``path`` (where the caller read the
-    bytes) when given, and nothing else. ``require_size=19`` rejects other boards with
+    bytes) when given, and nothing else. A game tree without a move, a setup stone or
+    an SGF root or game-info property is not a game: it is left out (the others keep
+    their ``game_index``, the tree's place in the file), and a file of nothing else is
+    :class:`Unparseable`. ``require_size=19`` rejects other boards with
     :class:`NotNineteen`. The caller opens the file (:meth:`Unreadable.from_os_error`
     turns its OSError into the same kind of one-line error). ``lines`` is step 2: the
     build passes its compiled twin of :func:`~orchestrator.sgf.grammar.main_lines`.
@@ -274,7 +288,12 @@ def read_games(
         if not trees:
             raise Unparseable("no SGF game tree found")
         sha1 = hashlib.sha1(data).hexdigest()
-        return [_build_game(line, sha1, i, require_size) for i, line in enumerate(trees)]
+        built = [_build_game(line, sha1, i, require_size) for i, line in enumerate(trees)]
+        games = [game for game in built if _is_game(game)]
+        if not games:
+            raise Unparseable(f"no game: {len(built)} game tree{'' if len(built) == 1 else 's'}"
+                              " without a move, a setup stone or an SGF root property")
+        return games
     except SgfError as exc:
         if exc.path is None:
             exc.path = path

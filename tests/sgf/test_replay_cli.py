@@ -122,3 +122,18 @@ def test_a_komi_that_is_no_multiple_of_a_half_is_rejected(tmp_path: Path) -> Non
         f"{tmp_path}/odd.sgf: rejected (bad-komi): komi 0.3 is not a multiple of 0.5",
         "2 files: 1 games ok, 1 rejected (bad-komi 1)",
     ]
+
+
+def test_random_bytes_are_no_game(tmp_path: Path) -> None:
+    """200 KB of random bytes hold "(;" often enough: they were three "ok, 0 moves" games.
+    A tree without a move, a setup stone or an SGF root property is no game."""
+    import random
+
+    path = tmp_path / "noise.sgf"
+    path.write_bytes(random.Random(1).randbytes(200_000))
+    result = go19("replay", str(path))
+    assert result.stdout.splitlines() == [
+        f"{path}: rejected (unparseable): no game: 3 game trees without a move, a setup "
+        "stone or an SGF root property",
+        "1 files: 0 games ok, 1 rejected (unparseable 1)",
+    ]
