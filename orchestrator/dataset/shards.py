@@ -131,6 +131,16 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict:
             or not all(npz_shards.entry_ok(e, _SHARD_KEYS) for e in entries) \
             or not npz_shards.entry_ok(games, _GAMES_KEYS):
         raise DatasetError(f"{path}: shard list or game table entry missing or malformed")
+    seen: set[str] = set()
+    for entry in entries:
+        if entry["file"] in seen:
+            raise DatasetError(f"{path}: {entry['file']} is listed twice")
+        seen.add(entry["file"])
+    counted = (manifest.get("counts") or {}).get("samples")
+    total = sum(entry["samples"] for entry in entries)
+    if isinstance(counted, int) and counted != total:
+        raise DatasetError(f"{path}: its shards hold {total} samples, counts.samples says "
+                           f"{counted}")
     _fields(manifest, path)
     return manifest
 
