@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 from orchestrator.sgf import SgfGame, TooLarge, Unreadable, read_games
 from orchestrator.sgf.grammar import Node, main_lines
+from orchestrator.words import plural
 
 MiB = 1 << 20
 # What one SGF file may cost to read: its bytes, its text, and nodes that keep only what
@@ -113,8 +114,8 @@ def sweep_partials(out: Path) -> str | None:
         removed.append(f"{partial.name} (PID {pid} is gone)")
     if not removed:
         return None
-    return (f"removed {len(removed)} stale partial folder{'' if len(removed) == 1 else 's'}: "
-            f"{', '.join(removed)}; {total / MiB:.1f} MiB")
+    return (f"removed {plural(len(removed), 'stale partial folder')}: {', '.join(removed)}; "
+            f"{total / MiB:.1f} MiB")
 
 
 def _alive(pid: int) -> bool:

@@ -32,6 +32,7 @@ from orchestrator.collect.recorder import JOURNAL, RUN_FILE, Recorder, utc_stamp
 from orchestrator.collect.schedule import OpeningError
 from orchestrator.collect.state import RunState
 from orchestrator.recordings import SGF_GLOB, VOID_DIR, read_journal, read_run_file
+from orchestrator.words import plural
 
 # Exit statuses of `collect` (documented in its --help and the README).
 EXIT_OK = 0  # every game asked for is recorded, or the SPRT decided
@@ -109,8 +110,7 @@ def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool, str | 
             line = (f"resume: continuing {run_dir} ({recorded} games recorded), the latest "
                     f"unfinished run of {name} in {options.recordings}")
             if skipped:
-                line += (f"; skipped {skipped} newer run folder{'' if skipped == 1 else 's'} "
-                         "with no recorded game")
+                line += f"; skipped {plural(skipped, 'newer run folder')} with no recorded game"
             return run_dir, True, line
         raise CollectError(
             f"no unfinished run of {name} in {options.recordings} to resume; drop --resume"

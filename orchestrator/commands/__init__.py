@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Mapping
 
 from orchestrator.files import MAX_SGF_BYTES, MiB
+from orchestrator.words import plural
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -46,8 +47,8 @@ def found_line(files: int, games: int, rejected: Mapping[str, int],
         parts = [f"{reason} {n}" for reason, n in sorted(counts.items()) if n]
         return f" ({', '.join(parts)})" if parts else ""
 
-    text = (f"{files} SGF file{'' if files == 1 else 's'}, {games} "
-            f"game{'' if games == 1 else 's'}: rejected {sum(rejected.values())}"
+    text = (f"{plural(files, 'SGF file')}, {plural(games, 'game')}: "
+            f"rejected {sum(rejected.values())}"
             f"{by_reason(rejected)}, skipped {sum(skipped.values())}{by_reason(skipped)}")
     return text + (f"; {void_files} in void folders" if void_files else "")
 

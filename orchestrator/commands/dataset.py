@@ -29,6 +29,7 @@ from orchestrator.label.store import LabelError, LabelSet
 from orchestrator.positions.samples import GameRead
 from orchestrator.prompt import PromptError, read_template
 from orchestrator.sgf import TooLarge
+from orchestrator.words import plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -171,8 +172,9 @@ def _summary(manifest: dict, out: Path) -> str:
     skipped = ", ".join(f"{k} {n}" for k, n in c["skipped"].items()) or "none"
     excluded = ", ".join(f"{k} {n}" for k, n in c["excluded"].items() if n) or "none"
     return "\n".join([
-        f"{out}: {c['samples']} samples in {len(manifest['shards'])} shards "
-        f"from {c['games_kept']} games ({c['files']} files, {manifest['build']['seconds']} s)",
+        f"{out}: {plural(c['samples'], 'sample')} in {plural(len(manifest['shards']), 'shard')} "
+        f"from {plural(c['games_kept'], 'game')} ({plural(c['files'], 'file')}, "
+        f"{manifest['build']['seconds']} s)",
         f"  rejected: {rejected}",
         f"  skipped: {skipped}; void files {c['void_files']}",
         f"  positions {c['positions']}: excluded {excluded}; duplicates {c['duplicates']}; "
@@ -190,7 +192,7 @@ def _nothing(counts: Counts, out: Path) -> str:
         return f"no usable game, nothing written to {out}: {found}"
     excluded = ", ".join(f"{k} {n}" for k, n in sorted(counts.excluded.items()) if n)
     kept = counts.games_kept
-    return (f"no samples, nothing written to {out}: {found}; {kept} game{'' if kept == 1 else 's'}"
+    return (f"no samples, nothing written to {out}: {found}; {plural(kept, 'game')}"
             f" kept, {counts.positions} positions: excluded {excluded or 'none'}, "
             f"duplicates {counts.duplicates}")
 
@@ -309,6 +311,7 @@ def run_export(args: argparse.Namespace) -> int:
         return 1
     counts = manifest["counts"]
     sizes = ", ".join(f"{px} px {n}" for px, n in counts["image_px"].items()) or "none"
-    print(f"{args.out}: {counts['samples']} samples ({args.format}) in {counts['shards']} "
-          f"shards from {counts['games']} games, {manifest['seconds']} s; pictures: {sizes}")
+    print(f"{args.out}: {plural(counts['samples'], 'sample')} ({args.format}) in "
+          f"{plural(counts['shards'], 'shard')} from {plural(counts['games'], 'game')}, "
+          f"{manifest['seconds']} s; pictures: {sizes}")
     return 0

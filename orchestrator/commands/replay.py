@@ -16,6 +16,7 @@ from orchestrator.commands import add_max_file_mib, max_file_bytes
 from orchestrator.files import MAX_SGF_BYTES, read_sgf_file
 from orchestrator.rules.replay import replay
 from orchestrator.sgf import SgfError, SgfGame
+from orchestrator.words import plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -96,7 +97,7 @@ def _line(record: dict) -> str:
     if record["status"] == "rejected":
         return f"{where}: rejected ({record['reason']}): {record['detail']}"
     moves = record["moves"]
-    text = f"{where}: ok, {moves} move{'' if moves == 1 else 's'}"
+    text = f"{where}: ok, {plural(moves, 'move')}"
     if record["re"]:
         text += f", RE[{record['re']}]"
     if record["tromp_taylor"]:
@@ -107,7 +108,7 @@ def _line(record: dict) -> str:
 def _summary(files: int, records: list[dict]) -> str:
     ok = sum(r["status"] == "ok" for r in records)
     reasons = Counter(r["reason"] for r in records if r["status"] != "ok")
-    text = f"{files} files: {ok} games ok, {len(records) - ok} rejected"
+    text = f"{plural(files, 'file')}: {plural(ok, 'game')} ok, {len(records) - ok} rejected"
     if reasons:
         text += " (" + ", ".join(f"{k} {n}" for k, n in sorted(reasons.items())) + ")"
     return text

@@ -20,6 +20,7 @@ from orchestrator.serve import (
     RandomEngine,
     serve_go19,
 )
+from orchestrator.words import plural
 
 ENGINE_HELP = 'heuristic, random, or gtp:"COMMAND ARGS" (one engine process per slot)'
 
@@ -94,7 +95,7 @@ class _Announce:
     def started(self, port: int) -> None:
         args = self.args
         host = f"[{args.host}]" if ":" in args.host else args.host
-        print(f"serving GO19 on {host}:{port} (engine {args.engine}, {args.slots} slots)",
+        print(f"serving GO19 on {host}:{port} (engine {args.engine}, {plural(args.slots, 'slot')})",
               flush=True)
 
 

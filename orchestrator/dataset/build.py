@@ -82,6 +82,7 @@ from orchestrator.positions.samples import (
 )
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
+from orchestrator.words import plural
 from orchestrator.workers import pool as worker_pool
 
 if TYPE_CHECKING:
@@ -383,7 +384,8 @@ class EmptyDataset(DatasetError):
     inputs held. Nothing was written."""
 
     def __init__(self, counts: Counts) -> None:
-        super().__init__(f"no samples from {counts.files} files ({counts.games} games)")
+        super().__init__(f"no samples from {plural(counts.files, 'file')} "
+                         f"({plural(counts.games, 'game')})")
         self.counts = counts
 
 

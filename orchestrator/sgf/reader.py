@@ -26,6 +26,7 @@ from orchestrator.sgf.model import (
     Unparseable,
 )
 from orchestrator.sgf.text import decode_text
+from orchestrator.words import plural
 
 _NEEDS_TEXT_WORK = re.compile(r"[\\\r\t\v\f]")
 _NEWLINES_RE = re.compile(r"\r\n|\n\r|\r")
@@ -291,8 +292,8 @@ def read_games(
         built = [_build_game(line, sha1, i, require_size) for i, line in enumerate(trees)]
         games = [game for game in built if _is_game(game)]
         if not games:
-            raise Unparseable(f"no game: {len(built)} game tree{'' if len(built) == 1 else 's'}"
-                              " without a move, a setup stone or an SGF root property")
+            raise Unparseable(f"no game: {plural(len(built), 'game tree')} without a move, a "
+                              "setup stone or an SGF root property")
         return games
     except SgfError as exc:
         if exc.path is None:

@@ -120,7 +120,7 @@ def test_a_komi_that_is_no_multiple_of_a_half_is_rejected(tmp_path: Path) -> Non
     assert result.stdout.splitlines() == [
         f"{tmp_path}/fox.sgf: ok, 3 moves, two passes, Tromp-Taylor B+73.5",
         f"{tmp_path}/odd.sgf: rejected (bad-komi): komi 0.3 is not a multiple of 0.5",
-        "2 files: 1 games ok, 1 rejected (bad-komi 1)",
+        "2 files: 1 game ok, 1 rejected (bad-komi 1)",
     ]
 
 
@@ -135,5 +135,15 @@ def test_random_bytes_are_no_game(tmp_path: Path) -> None:
     assert result.stdout.splitlines() == [
         f"{path}: rejected (unparseable): no game: 3 game trees without a move, a setup "
         "stone or an SGF root property",
-        "1 files: 0 games ok, 1 rejected (unparseable 1)",
+        "1 file: 0 games ok, 1 rejected (unparseable 1)",
     ]
+
+
+def test_one_of_something_is_singular(tmp_path: Path) -> None:
+    (tmp_path / "one.sgf").write_bytes(b"(;SZ[19];B[pd])")
+    result = go19("replay", str(tmp_path))
+    assert result.stdout.splitlines() == [f"{tmp_path}/one.sgf: ok, 1 move",
+                                          "1 file: 1 game ok, 0 rejected"]
+    build = go19("dataset", "build", str(tmp_path / "one.sgf"), "--out", str(tmp_path / "ds"))
+    # (it was "1 samples in 1 shards from 1 games (1 files")
+    assert build.stdout.startswith(f"{tmp_path / 'ds'}: 1 sample in 1 shard from 1 game (1 file, ")
