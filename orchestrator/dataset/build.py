@@ -64,6 +64,8 @@ from orchestrator.dataset.shards import (
     MANIFEST,
     DatasetError,
     ShardWriter,
+    relative_sgf_path,
+    sgf_root,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
 from orchestrator.files import (
@@ -224,8 +226,9 @@ def _within(rows: np.ndarray | None, sub: np.ndarray) -> np.ndarray:
 class _Builder:
     def __init__(self, folder: Path, options: BuildOptions,
                  provenance: dict[Path, Provenance], stages: Sequence[Stage],
-                 join: Join | None = None) -> None:
+                 join: Join | None = None, root: Path | None = None) -> None:
         self.options = options
+        self.root = root or Path.cwd()  # the game table's SGF paths are relative to it
         self.provenance = provenance
         # Looked up by the game's path as text first: no Path() per game (the same
         # entry, as Path(str(key)) == key), then as a Path for spellings that differ.
@@ -355,7 +358,8 @@ class _Builder:
     def _row(self, game: GameRead, status: str, reason: str | None, prov: Provenance,
              samples: int) -> None:
         row = {
-            "path": game.path, "game_index": game.game_index, "sha1": game.sha1,
+            "path": relative_sgf_path(game.path, self.root), "game_index": game.game_index,
+            "sha1": game.sha1,
             "status": status, "reason": reason, "detail": game.detail, "at_move": game.at_move,
             "black": game.black, "white": game.white, "result": game.result,
             "winner": game.winner, "moves": game.moves, "samples": samples,
@@ -412,6 +416,7 @@ def _manifest(builder: _Builder, folder: Path, inputs: list[Path],
         "go19_version": __version__,
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "inputs": [str(p) for p in inputs],
+        "sgf_root": Path(os.path.relpath(builder.root, folder.resolve())).as_posix(),
         "provenance_manifest": str(provenance) if provenance is not None else None,
         "options": dataclasses.asdict(options),
         "pass_move": to_index(PASS, SIZE),
@@ -458,7 +463,7 @@ def build(
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = partial_dir(out)
     partial.mkdir()
-    builder = _Builder(partial, options, table, stages, join)
+    builder = _Builder(partial, options, table, stages, join, sgf_root(inputs))
     try:
         builder.counts.files, builder.counts.void_files = len(files), void_files
         paths = [str(f) for f in files]  # reader: step 1 elsewhere (orchestrator.cluster)

@@ -3,15 +3,16 @@ writing (rows copied into preallocated arrays, one file per full shard) and
 reading back with every shard's sha256 checked against the manifest.
 
 A dataset folder holds ``manifest.json`` (options, counts, the shard list with
-sizes and hashes), ``games.jsonl`` (the game table: line ``i`` describes game
-``i``; a sample's ``game`` field is that line number) and ``shard-NNNNN.npz``.
+sizes and hashes, ``sgf_root``), ``games.jsonl`` (the game table: line ``i`` describes
+game ``i``; a sample's ``game`` field is that line number; its SGF ``path`` is relative
+to ``sgf_root``) and ``shard-NNNNN.npz``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -192,9 +193,37 @@ def load(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 
 def load_games(folder: str | os.PathLike[str]) -> list[dict]:
-    """The game table (``games.jsonl``), checked against the manifest's sha256."""
+    """The game table (``games.jsonl``), checked against the manifest's sha256; each row
+    gains ``file``, where its SGF is now (:func:`sgf_file`)."""
     folder = Path(folder)
-    entry = read_manifest(folder)["games"]
+    manifest = read_manifest(folder)
+    entry = manifest["games"]
     path = folder / entry["file"]
     data = npz_shards.verified_bytes(path, entry["sha256"], DatasetError, "the manifest")
-    return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    rows = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    for row in rows:
+        row["file"] = sgf_file(folder, manifest, row["path"])
+    return rows
+
+
+def sgf_root(inputs: Sequence[Path]) -> Path:
+    """The folder a dataset's SGF paths are relative to: the deepest one holding every
+    input (resolved; a file input counts by its folder)."""
+    folders = [str(p.resolve() if p.is_dir() else p.resolve().parent) for p in inputs]
+    return Path(os.path.commonpath(folders)) if folders else Path.cwd()
+
+
+def relative_sgf_path(path: str, root: Path) -> str:
+    """How the game table spells an SGF's path: relative to ``root`` (POSIX; ``..``
+    first for a file reached through a symlink that leads out of it)."""
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def sgf_file(folder: str | os.PathLike[str], manifest: dict, path: str) -> str:
+    """Where the SGF of a game-table ``path`` is: under the manifest's ``sgf_root``
+    (relative to the dataset folder, so a dataset moved with its inputs still finds
+    them); a dataset built before ``sgf_root`` stored absolute paths, taken as they are."""
+    root = manifest.get("sgf_root")
+    if not isinstance(root, str) or Path(path).is_absolute():
+        return path
+    return os.path.normpath(Path(folder).resolve() / root / path)

@@ -70,7 +70,7 @@ def _run_players(run_dir: Path, run_id: str) -> dict[str, int]:
 
 def game_context(row: dict, image_px: int | None) -> GameContext:
     """The context of one game-table row (``games.jsonl``) whose samples are exported."""
-    path = Path(row["path"])
+    path = Path(row["file"])  # where the SGF is (shards.load_games); row["path"] as stored
     try:
         games = read_sgf_file(path)
     except Unreadable as exc:
@@ -94,6 +94,6 @@ def game_context(row: dict, image_px: int | None) -> GameContext:
                 sizes[i], px_from[i] = players[name], "run"
     return GameContext(
         komi=game.komi, last=_last_moves([move.point for move in game.moves]),
-        image_px=(sizes[0], sizes[1]), px_from=(px_from[0], px_from[1]), sgf=str(path),
+        image_px=(sizes[0], sizes[1]), px_from=(px_from[0], px_from[1]), sgf=row["path"],
         source=row.get("source"), run=row.get("run"),
     )
