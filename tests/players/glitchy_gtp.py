@@ -46,7 +46,8 @@ def main() -> None:
         elif command == "clear_board":
             history = []
         elif command == "play":
-            history.append(f"{args[0].lower()} {args[1].upper()}")
+            vertex = args[1].upper()
+            history.append(f"{args[0].lower()} {'pass' if vertex == 'PASS' else vertex}")
         elif command == "genmove":
             genmoves += 1
             taken = {entry.split()[1] for entry in history}
