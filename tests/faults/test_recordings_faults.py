@@ -118,6 +118,9 @@ async def test_resume_repairs_and_reports_what_it_found(tmp_path: Path) -> None:
     resumed = await run_collect(matchup, rec, games=6, resume=True)
     assert resumed.run_dir == run_dir
     said = [line for _, line in resumed.log if line.startswith("resume: ")]
+    (chosen,) = [line for line in said if line.startswith("resume: continuing ")]
+    assert chosen.startswith(f"resume: continuing {run_dir} (")
+    said.remove(chosen)
     assert sorted(said) == sorted([
         f"resume: journal line rebuilt from {by_slot[2]['sgf']}",
         f"resume: journal line dropped, no SGF: game {by_slot[1]['game']} ({by_slot[1]['sgf']})",

@@ -54,8 +54,9 @@ def test_a_file_over_the_cap_is_refused_unread_in_one_line(tmp_path: Path) -> No
     manifest = json.loads((tmp_path / "ds" / "manifest.json").read_text())
     assert manifest["counts"]["rejected"] == {"too-large": 1}
     assert manifest["counts"]["samples"] == 2
-    # Under the default cap (64 MiB) it is read, and is a game without moves.
-    assert go19("replay", big).stdout.startswith(f"{big}: ok, 0 moves")
+    # Under the default cap (64 MiB) it is read (and holding no move and no root property
+    # of a game, it is no game).
+    assert go19("replay", big).stdout.startswith(f"{big}: rejected (unparseable): no game")
 
 
 SIZE = 4_000_000
