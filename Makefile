@@ -3,14 +3,22 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# go19 alone (no extra): what the demo runs. The test install includes it.
+DEMO_STAMP := $(VENV)/.demo
 
 .PHONY: test test-faults test-fuzz demo bench lint katago clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(PY):
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $(DEMO_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
@@ -27,7 +35,7 @@ test-fuzz: $(STAMP)
 	GO19_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -m "$(FUZZ_SELECT)" \
 		--hypothesis-profile=fuzz
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20
 
 bench: $(STAMP)

@@ -16,7 +16,11 @@ Compared, with the same input for both:
 
 Masked there (they are the clock's, not the code's): a manifest's ``created`` and
 ``seconds``, a report's ``generated`` time. The demo run folder they read is the one the
-*before* checkout recorded.
+*before* checkout recorded. Where only the *after* checkout writes a dataset's
+``sgf_root`` (issue 21: the game table's ``path`` relative to it), its game table is
+compared with each path resolved as ``load_games`` resolves it (to the ``file`` it reads),
+and its manifest without ``sgf_root`` and with the sha256 of that resolved table: the same
+games at the same files, only spelt relative.
 
 Then each checkout records its own demo run (``matchups/demo.toml`` with one game at a
 time, so the embedded heuristic servers see their requests in one order, and a picture
@@ -35,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -62,6 +68,23 @@ SGF_CLOCK = [
     (STAMP, b"<stamp>"),
     (PORT, b"127.0.0.1:<port>"),
 ]
+
+
+def resolve_sgf_paths(dataset: Path) -> None:
+    """Rewrite a dataset folder (a copy) as a build before ``sgf_root`` wrote it: every
+    game-table path resolved to the file it names, no ``sgf_root``, the table's sha256."""
+    manifest_path = dataset / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    root = dataset.resolve() / manifest.pop("sgf_root")
+    table = dataset / manifest["games"]["file"]
+    rows = [json.loads(line) for line in table.read_text().splitlines()]
+    for row in rows:
+        row["path"] = os.path.normpath(root / row["path"])
+    # As the build writes a row (non-ASCII kept).
+    table.write_bytes("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+                      .encode())
+    manifest["games"]["sha256"] = hashlib.sha256(table.read_bytes()).hexdigest()
+    manifest_path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
 
 
 def mask(data: bytes, rules: list[tuple[re.Pattern[bytes], bytes]]) -> bytes:
@@ -262,8 +285,18 @@ def main() -> int:
                 done = go19(tree, "replay", target, *flag)
                 (out / f"replay-{name}{''.join(flag)}.out").write_bytes(done.stdout)
                 (out / f"replay-{name}{''.join(flag)}.err").write_bytes(done.stderr)
-    for name in ("ds-real", "ds-small", "ds-demo", "ex-demo-jsonl", "ex-demo-parquet",
-                 "ex-small-jsonl"):
+    for name in ("ds-real", "ds-small", "ds-demo"):
+        before_ds, after_ds = work["before"] / name, work["after"] / name
+        if "sgf_root" in json.loads((after_ds / "manifest.json").read_text()) and \
+                "sgf_root" not in json.loads((before_ds / "manifest.json").read_text()):
+            resolved = work["after"] / f"{name}-resolved"
+            shutil.copytree(after_ds, resolved)
+            resolve_sgf_paths(resolved)
+            cmp.folders(f"{name} (after's relative SGF paths resolved)", before_ds, resolved,
+                        rules)
+        else:
+            cmp.folders(name, before_ds, after_ds, rules)
+    for name in ("ex-demo-jsonl", "ex-demo-parquet", "ex-small-jsonl"):
         cmp.folders(name, work["before"] / name, work["after"] / name, rules)
     cmp.folders("report", work["before"] / "report-before", work["before"] / "report-after",
                 {name: REPORT_CLOCK for name in ("report.md", "report.json", "report.html")})

@@ -9,6 +9,7 @@ it works.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -75,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as `go19 replay` does, and let
+        # nothing try to flush into the closed pipe at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def collect_main(argv: list[str] | None = None) -> int:

@@ -124,6 +124,18 @@ class JournalRepaired(Event):
     what: str  # the SGF's name, the dropped line's game, or how many temporary files
 
 
+class RunContinued(Event):
+    """``--resume`` without a folder chose ``run_dir``: the latest unfinished run of the
+    matchup ``name`` in ``recordings`` with a game recorded (void ones count), passing over
+    ``skipped`` newer folders that have none."""
+
+    run_dir: str
+    recorded: int
+    name: str
+    recordings: str
+    skipped: int
+
+
 class RunResumed(Event):
     run_dir: str
     done: int

@@ -8,6 +8,7 @@ one, never a part. Reads: JSON manifests and SGF files, with one-line errors.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -17,8 +18,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from orchestrator.sgf import SgfGame, Unreadable, read_games
+from orchestrator.sgf import SgfGame, TooLarge, Unreadable, read_games
 from orchestrator.sgf.grammar import Node, main_lines
+from orchestrator.words import plural
+
+MiB = 1 << 20
+# What one SGF file may cost to read: its bytes, its text, and nodes that keep only what
+# is read (orchestrator/sgf/grammar.py), a few times its size at most. Real records are
+# kilobytes; a collection of thousands of games a few MiB.
+MAX_SGF_BYTES = 64 * MiB
 
 
 @contextmanager
@@ -86,6 +94,42 @@ def publish_dir(partial: Path, out: Path) -> None:
         shutil.rmtree(old)
 
 
+def partial_dir(out: Path) -> Path:
+    """Where a folder is built before :func:`publish_dir` puts it at ``out``: beside it,
+    hidden, named after this process (``.NAME.partial-PID``)."""
+    return out.with_name(f".{out.name}.partial-{os.getpid()}")
+
+
+def sweep_partials(out: Path) -> str | None:
+    """Remove the partial folders of ``out`` left by processes that are gone (killed
+    before they could clean up: a new run has another PID, so nothing else would); one
+    line saying what went, or None. A folder whose PID is alive is another run's."""
+    removed, total = [], 0
+    for partial in sorted(out.parent.glob(f".{glob.escape(out.name)}.partial-*")):
+        pid = partial.name.rsplit("-", 1)[1]
+        if not pid.isdigit() or _alive(int(pid)) or not partial.is_dir():
+            continue
+        total += sum(f.stat().st_size for f in partial.rglob("*") if f.is_file())
+        shutil.rmtree(partial, ignore_errors=True)
+        removed.append(f"{partial.name} (PID {pid} is gone)")
+    if not removed:
+        return None
+    return (f"removed {plural(len(removed), 'stale partial folder')}: {', '.join(removed)}; "
+            f"{total / MiB:.1f} MiB")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -111,12 +155,18 @@ def read_manifest(path: Path, fmt: str, error: type[Exception], what: str) -> di
 
 
 def read_sgf_file(path: str | os.PathLike[str], *, require_size: int | None = None,
-                  lines: Callable[[str], list[list[Node]]] = main_lines) -> list[SgfGame]:
+                  lines: Callable[[str], list[list[Node]]] = main_lines,
+                  max_bytes: int | None = MAX_SGF_BYTES) -> list[SgfGame]:
     """Every game of an SGF file; raises an :class:`~orchestrator.sgf.SgfError` naming
-    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all).
+    the file (:class:`~orchestrator.sgf.Unreadable` when it cannot be read at all,
+    :class:`~orchestrator.sgf.TooLarge`, unread, when it is over ``max_bytes``).
     ``lines`` is :func:`~orchestrator.sgf.read_games`' step 2."""
     try:
         with open(path, "rb", buffering=0) as fh:  # one read: no buffer to set up
+            size = os.fstat(fh.fileno()).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise TooLarge(f"{size / MiB:.1f} MiB, over the limit of {max_bytes / MiB:g} "
+                               "MiB a file may have (--max-file-mib)", os.fspath(path))
             data = fh.readall()
     except OSError as exc:
         raise Unreadable.from_os_error(exc, os.fspath(path)) from None

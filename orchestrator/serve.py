@@ -3,8 +3,9 @@
 :func:`serve_go19` accepts many connections at once and answers one request
 at a time per connection. A bad frame is answered with an error frame and the
 connection closed; an oversize frame is refused from its header, unread. A
-client that sends nothing for ``idle_timeout`` seconds, or takes longer than
-``frame_timeout`` to finish a frame it started, is dropped. Memory is bounded:
+client that sends nothing for ``idle_timeout`` seconds, takes longer than
+``frame_timeout`` to finish a frame it started, or to take a reply (it sends without
+reading), is dropped. Memory is bounded:
 at most ``max_connections`` at once, and a budget for the bytes of unfinished
 frames of all connections together (over it, the oldest unfinished frame's
 connection is dropped); a connection's buffers go as soon as it closes. ``slots`` bounds
@@ -212,11 +213,11 @@ class _Server:
                     return
                 if isinstance(event, wire.Ping):
                     stats.pings += 1
-                    await stream.send_all(codec.send(wire.Pong()))
+                    await self._send(stream, codec.send(wire.Pong()))
                     continue
                 assert isinstance(event, wire.Request), "a server's codec reads requests"
                 reply = await self._answer(event, peer)
-                await stream.send_all(codec.send(reply))
+                await self._send(stream, codec.send(reply))
         except wire.RemoteProtocolError as exc:
             stats.bad_frames += 1
             self.log(f"{peer}: bad frame, closing: {exc}")
@@ -233,6 +234,15 @@ class _Server:
         except Exception as exc:
             # One connection's failure must never take the server (and every other client) down.
             self.log(f"{peer}: internal error, closing: {exc!r}")
+
+    async def _send(self, stream: trio.SocketStream, data: bytes) -> None:
+        """A reply, under the frame deadline: a client that does not take it (its receive
+        buffer and our send buffer full: it sends without reading) is dropped, else it
+        would hold its connection, and a connection slot, for ever."""
+        with trio.move_on_after(self.frame_timeout):
+            await stream.send_all(data)
+            return
+        raise _Timeout(f"reply not taken within {self.frame_timeout:g} s")
 
     async def _next_event(
         self, stream: trio.SocketStream, codec: wire.Connection, me: _Peer

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.dataset.reading import batches
+from orchestrator.files import MAX_SGF_BYTES
 from orchestrator.positions.samples import GameRead, read_files
 
 if TYPE_CHECKING:
@@ -29,9 +30,11 @@ def in_flight_for(ray: Any) -> int:
     return max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
 
 
-def ray_reader(ray: Any, max_in_flight: int | None = None
+def ray_reader(ray: Any, max_in_flight: int | None = None,
+               max_bytes: int | None = MAX_SGF_BYTES
                ) -> Callable[[Sequence[str]], Iterator[GameRead]]:
-    """A ``reader`` for :func:`orchestrator.dataset.build.build` running on ``ray``."""
+    """A ``reader`` for :func:`orchestrator.dataset.build.build` running on ``ray``; a
+    file over ``max_bytes`` is rejected unread, as ``--workers`` rejects it."""
     limit = max_in_flight or in_flight_for(ray)
     task = ray.remote(read_files)
 
@@ -39,7 +42,7 @@ def ray_reader(ray: Any, max_in_flight: int | None = None
         pending: deque = deque()
         try:
             for batch in batches(files):
-                pending.append(task.remote(batch))
+                pending.append(task.remote(batch, max_bytes))
                 if len(pending) >= limit:
                     for games in ray.get(pending.popleft()):
                         yield from games

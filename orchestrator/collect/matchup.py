@@ -1,7 +1,7 @@
 """The matchup file (TOML), validated once at the edge.
 
 Every error names the file and the key: ``matchups/x.toml: players.r5.replicas[0]:
-'10.0.0.5' is not host:port``. The rest of collect receives these plain,
+'10.0.0.5': expected HOST:PORT ...``. The rest of collect receives these plain,
 already-checked values.
 """
 
@@ -11,8 +11,17 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from orchestrator.players.address import AddressError, parse_hostport
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
 
 
@@ -24,11 +33,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def parse_hostport(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{text!r} is not host:port")
-    return host.strip("[]"), int(port)
+def _hostport(text: str) -> str:
+    try:
+        parse_hostport(text)
+    except AddressError as exc:
+        raise ValueError(f"{text!r}: {exc}") from None
+    return text
+
+
+HostPort = Annotated[str, AfterValidator(_hostport)]
 
 
 class EmbeddedServer(_Strict):
@@ -43,19 +56,12 @@ class EmbeddedServer(_Strict):
 
 class Go19PlayerSpec(_Strict):
     kind: Literal["go19"]
-    replicas: list[str] = Field(default_factory=list)
+    replicas: list[HostPort] = Field(default_factory=list)
     embedded: EmbeddedServer | None = None
     slots: int = Field(1, ge=1, le=1024, description="concurrent requests per replica")
     adapter: str | None = None
     model: str | None = None
     image_px: int = Field(DEFAULT_IMAGE_PX, ge=64, le=4096)
-
-    @field_validator("replicas")
-    @classmethod
-    def _replicas_are_hostports(cls, value: list[str]) -> list[str]:
-        for item in value:
-            parse_hostport(item)
-        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> Go19PlayerSpec:

@@ -40,8 +40,8 @@ from orchestrator.collect.recorder import (
 )
 from orchestrator.collect.schedule import OpeningError, Schedule
 from orchestrator.collect.state import RunState
-from orchestrator.events import OnEvent, RunResumed
-from orchestrator.recordings import JournalRecord, read_journal, read_run_file
+from orchestrator.events import OnEvent, RunContinued, RunResumed
+from orchestrator.recordings import SGF_GLOB, VOID_DIR, JournalRecord, read_journal, read_run_file
 
 # What runs beside the games and shows them (the dashboard, the plain log's standings,
 # the watch page): started with the collector once the players are up.
@@ -83,6 +83,7 @@ class RunSummary:
     dropped_in_flight: int
     finished_after_interrupt: int = 0
     stop_kind: str | None = None  # sprt | void | down, when the run stopped itself
+    removed: bool = False  # interrupted before any game was recorded: no folder left
 
     @property
     def exit_code(self) -> int:
@@ -95,22 +96,32 @@ class RunSummary:
         return EXIT_STOPPED
 
 
-def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool]:
-    """The folder to record into, and whether it is a resumed one."""
+def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool, RunContinued | None]:
+    """The folder to record into, whether it is a resumed one, and for ``--resume``
+    without a folder which run it continues."""
     if isinstance(options.resume, Path):
         run_dir = options.resume
         if not (run_dir / RUN_FILE).is_file():
             raise CollectError(f"{run_dir}: not a go19 run folder (no {RUN_FILE})")
-        return run_dir, True
+        return run_dir, True, None
     if options.resume:
         candidates = sorted(
             p for p in options.recordings.glob(f"{name}-*") if (p / RUN_FILE).is_file()
         )
+        unfinished = []
         for run_dir in reversed(candidates):
             info = read_run_file(run_dir)
             done = _count_done(run_dir)
             if done < info.get("games_target", 0) or options.games and done < options.games:
-                return run_dir, True
+                unfinished.append((run_dir, _recorded(run_dir)))
+        # A folder with no game in it (a run killed before its first game ended) is not
+        # the run to continue while an older one has games.
+        with_games = [(run_dir, n) for run_dir, n in unfinished if n]
+        if with_games or unfinished:
+            run_dir, recorded = (with_games or unfinished)[0]
+            skipped = next(i for i, (d, _) in enumerate(unfinished) if d == run_dir)
+            return run_dir, True, RunContinued(str(run_dir), recorded, name,
+                                               str(options.recordings), skipped)
         raise CollectError(
             f"no unfinished run of {name} in {options.recordings} to resume; drop --resume"
         )
@@ -120,11 +131,20 @@ def find_run_dir(options: CollectOptions, name: str) -> tuple[Path, bool]:
     while run_dir.exists():
         suffix += 1
         run_dir = options.recordings / f"{name}-{stamp}-{suffix}"
-    return run_dir, False
+    return run_dir, False, None
 
 
 def _count_done(run_dir: Path) -> int:
     return sum(not record.void for record in read_journal(run_dir / JOURNAL).records)
+
+
+def _recorded(run_dir: Path) -> int:
+    """Games recorded in a run folder, void ones too: journal lines, or SGFs whose line
+    was lost (resume rebuilds it)."""
+    lines = len(read_journal(run_dir / JOURNAL).records)
+    files = sum(1 for _ in run_dir.glob(SGF_GLOB)) + sum(1 for _ in (run_dir / VOID_DIR).glob(
+        SGF_GLOB))
+    return max(lines, files)
 
 
 def _remove_new_run_dir(run_dir: Path) -> None:
@@ -187,7 +207,9 @@ async def collect(
     written."""
     matchup = load_matchup(options.matchup_path)
     name = run_name(matchup, options.matchup_path)
-    run_dir, resumed = find_run_dir(options, name)
+    run_dir, resumed, continuing = find_run_dir(options, name)
+    if continuing is not None and on_event is not None:
+        on_event(continuing)  # now, before the endpoint checks (which may wait)
     target = options.games or matchup.run.games or 0
     if resumed and not target:
         target = read_run_file(run_dir).get("games_target", 0)
@@ -236,8 +258,11 @@ async def collect(
         outer.cancel_scope.cancel()
     if collector.fatal:
         raise CollectError(collector.fatal)
+    removed = interrupted and not resumed and not _recorded(run_dir)
+    if removed:  # nothing to continue: an empty folder would only be what --resume picks
+        _remove_new_run_dir(run_dir)
     return RunSummary(
         run_dir, collector.state, interrupted, collector.dropped,
         finished_after_interrupt=collector.finished_after_interrupt,
-        stop_kind=collector.stop_kind,
+        stop_kind=collector.stop_kind, removed=removed,
     )

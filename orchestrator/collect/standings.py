@@ -34,6 +34,7 @@ from orchestrator.events import (
     PlayerDownTooLong,
     PlayerRaised,
     ReplicaChanged,
+    RunContinued,
     RunResumed,
     RunStop,
     SprtAccepted,
@@ -42,6 +43,7 @@ from orchestrator.events import (
     WatchPage,
 )
 from orchestrator.ratings import Pentanomial
+from orchestrator.words import plural
 
 if TYPE_CHECKING:
     from orchestrator.collect.collector import Collector
@@ -49,10 +51,6 @@ if TYPE_CHECKING:
 
 
 # -- events ------------------------------------------------------------------------
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
 
 
 # Events whose words are their fields put in a line (None: not logged, like each move).
@@ -102,9 +100,18 @@ def _(event: ReplicaChanged) -> str:
     if event.status == "down":
         return f"{where}: down after {event.failures} failed connects ({event.error})"
     if event.probes:
-        return (f"{where}: back up, answered PING after {_plural(event.probes, 'probe')}; "
+        return (f"{where}: back up, answered PING after {plural(event.probes, 'probe')}; "
                 "in use again")
-    return f"{where}: reconnected after {_plural(event.failures, 'failed attempt')}"
+    return f"{where}: reconnected after {plural(event.failures, 'failed attempt')}"
+
+
+@words.register
+def _(event: RunContinued) -> str:
+    line = (f"resume: continuing {event.run_dir} ({plural(event.recorded, 'game')} recorded), "
+            f"the latest unfinished run of {event.name} in {event.recordings}")
+    if event.skipped:
+        line += f"; skipped {plural(event.skipped, 'newer run folder')} with no recorded game"
+    return line
 
 
 _REPAIRS = {
@@ -178,7 +185,7 @@ def _(stop: Interrupted) -> str:
     n = stop.in_flight
     if not n:
         return "interrupted: no game in flight"
-    return f"interrupted: finishing {_plural(n, 'game')} — Ctrl-C again to drop them"
+    return f"interrupted: finishing {plural(n, 'game')} — Ctrl-C again to drop them"
 
 
 EVENTS_KEPT = 50

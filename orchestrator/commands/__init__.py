@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
+from orchestrator.files import MAX_SGF_BYTES, MiB
+from orchestrator.words import plural
+
 
 class HelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, and the example lines of an epilog
@@ -44,8 +47,8 @@ def found_line(files: int, games: int, rejected: Mapping[str, int],
         parts = [f"{reason} {n}" for reason, n in sorted(counts.items()) if n]
         return f" ({', '.join(parts)})" if parts else ""
 
-    text = (f"{files} SGF file{'' if files == 1 else 's'}, {games} "
-            f"game{'' if games == 1 else 's'}: rejected {sum(rejected.values())}"
+    text = (f"{plural(files, 'SGF file')}, {plural(games, 'game')}: "
+            f"rejected {sum(rejected.values())}"
             f"{by_reason(rejected)}, skipped {sum(skipped.values())}{by_reason(skipped)}")
     return text + (f"; {void_files} in void folders" if void_files else "")
 
@@ -68,3 +71,26 @@ def _whole(text: str, least: int) -> int:
     if value < least:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= {least}")
     return value
+
+
+def add_max_file_mib(parser: argparse.ArgumentParser) -> None:
+    """``--max-file-mib``, for commands that read SGF files (see :func:`max_file_bytes`)."""
+    parser.add_argument(
+        "--max-file-mib", type=_positive_mib, default=MAX_SGF_BYTES / MiB, metavar="MIB",
+        help=f"refuse SGF files over MIB mebibytes, unread, one line each (default "
+        f"{MAX_SGF_BYTES / MiB:g}; reading one costs a few times its size)")
+
+
+def max_file_bytes(args: argparse.Namespace) -> int:
+    return int(args.max_file_mib * MiB)
+
+
+def _positive_mib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of MiB")
+    return value
+

@@ -18,6 +18,7 @@ from orchestrator.collect.run import (
     collect,
 )
 from orchestrator.collect.standings import stop_reason
+from orchestrator.players.address import check_host
 
 EXIT_CODES = """\
 exit status:
@@ -146,6 +147,7 @@ def _with_web_page(bind: str, dashboard: ViewTask | None) -> ViewTask | None:
         return None
     try:
         host, port = parse_bind(bind)
+        host = check_host(host)  # an AddressError is a ValueError too
     except ValueError as exc:
         print(f"collect: --web: {exc}", file=sys.stderr)
         return None
@@ -156,6 +158,10 @@ def _with_web_page(bind: str, dashboard: ViewTask | None) -> ViewTask | None:
 
 def print_summary(summary: RunSummary) -> None:
     state = summary.state
+    if summary.removed:
+        print(f"interrupted: {summary.dropped_in_flight} game(s) in flight dropped and no game "
+              f"was recorded: removed {summary.run_dir}, nothing to resume")
+        return
     print(f"run {summary.run_dir}: {state.done}/{state.target} games finished, {state.void} void")
     if summary.interrupted:
         if summary.dropped_in_flight:

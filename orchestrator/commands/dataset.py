@@ -8,17 +8,28 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.commands import count_int, dataset_ray, examples, found_line, positive_int
+from orchestrator.commands import (
+    add_max_file_mib,
+    count_int,
+    dataset_ray,
+    examples,
+    found_line,
+    max_file_bytes,
+    positive_int,
+)
 from orchestrator.coords import MOVE_TEXTS
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.build import EmptyDataset
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
 from orchestrator.export.pipeline import DEFAULT_SHARD_SIZE, FORMATS, ExportOptions, export
 from orchestrator.export.progress import ExportProgress
-from orchestrator.files import atomic_write
+from orchestrator.files import atomic_write, sweep_partials
 from orchestrator.label.join import TARGETS, LabelJoin
 from orchestrator.label.store import LabelError, LabelSet
+from orchestrator.positions.samples import GameRead
 from orchestrator.prompt import PromptError, read_template
+from orchestrator.sgf import TooLarge
+from orchestrator.words import plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,6 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--allow-missing-labels", action="store_true",
                    help="with --labels: keep positions without a label (label fields "
                    "NaN / -1) instead of dropping them")
+    add_max_file_mib(b)
     dataset_ray.add_options(b)
     b.set_defaults(func=run_build)
 
@@ -160,8 +172,9 @@ def _summary(manifest: dict, out: Path) -> str:
     skipped = ", ".join(f"{k} {n}" for k, n in c["skipped"].items()) or "none"
     excluded = ", ".join(f"{k} {n}" for k, n in c["excluded"].items() if n) or "none"
     return "\n".join([
-        f"{out}: {c['samples']} samples in {len(manifest['shards'])} shards "
-        f"from {c['games_kept']} games ({c['files']} files, {manifest['build']['seconds']} s)",
+        f"{out}: {plural(c['samples'], 'sample')} in {plural(len(manifest['shards']), 'shard')} "
+        f"from {plural(c['games_kept'], 'game')} ({plural(c['files'], 'file')}, "
+        f"{manifest['build']['seconds']} s)",
         f"  rejected: {rejected}",
         f"  skipped: {skipped}; void files {c['void_files']}",
         f"  positions {c['positions']}: excluded {excluded}; duplicates {c['duplicates']}; "
@@ -179,7 +192,7 @@ def _nothing(counts: Counts, out: Path) -> str:
         return f"no usable game, nothing written to {out}: {found}"
     excluded = ", ".join(f"{k} {n}" for k, n in sorted(counts.excluded.items()) if n)
     kept = counts.games_kept
-    return (f"no samples, nothing written to {out}: {found}; {kept} game{'' if kept == 1 else 's'}"
+    return (f"no samples, nothing written to {out}: {found}; {plural(kept, 'game')}"
             f" kept, {counts.positions} positions: excluded {excluded or 'none'}, "
             f"duplicates {counts.duplicates}")
 
@@ -203,6 +216,19 @@ def _join(args: argparse.Namespace) -> LabelJoin | None:
     return LabelJoin(LabelSet(args.labels), args.target, args.allow_missing_labels)
 
 
+def _sweep(command: str, out: Path) -> None:
+    """The partial folders of runs killed before they could clean up go first."""
+    line = sweep_partials(out)
+    if line is not None:
+        print(f"{command}: {line}", file=sys.stderr)
+
+
+def _say_refused(game: GameRead) -> None:
+    """One line per file refused for its size (the others are counted in the summary)."""
+    if game.reason == TooLarge.reason:
+        print(f"dataset build: refused {game.path}: {game.detail}", file=sys.stderr)
+
+
 def run_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
@@ -213,14 +239,15 @@ def run_build(args: argparse.Namespace) -> int:
             dedup=not args.no_dedup, include_fallback=args.include_fallback,
             min_moves=args.min_moves, seed=args.seed,
             require_provenance=args.require_provenance, shard_size=args.shard_size,
-            compress=not args.no_compress,
+            compress=not args.no_compress, max_file_bytes=max_file_bytes(args),
         )
+        _sweep("dataset build", args.out)
         with dataset_ray.reader(args) as reader:
             manifest = build(
                 args.inputs, args.out, options, provenance=args.source_manifest,
                 workers=args.workers, force=args.force,
                 progress=_progress(started) if sys.stderr.isatty() else None, join=join,
-                refuse_empty=True, reader=reader,
+                refuse_empty=True, reader=reader, on_rejected=_say_refused,
             )
     except EmptyDataset as exc:
         if sys.stderr.isatty():
@@ -272,6 +299,7 @@ def run_export(args: argparse.Namespace) -> int:
             template=read_template(args.prompt),
             prompt_file=str(args.prompt) if args.prompt else None, shard_size=args.shard_size,
         )
+        _sweep("dataset export", args.out)
         with dataset_ray.runner(args) as runner, ExportProgress() as progress:
             manifest = export(args.dataset, args.out, options, workers=args.workers,
                               force=args.force, progress=progress, runner=runner)
@@ -283,6 +311,7 @@ def run_export(args: argparse.Namespace) -> int:
         return 1
     counts = manifest["counts"]
     sizes = ", ".join(f"{px} px {n}" for px, n in counts["image_px"].items()) or "none"
-    print(f"{args.out}: {counts['samples']} samples ({args.format}) in {counts['shards']} "
-          f"shards from {counts['games']} games, {manifest['seconds']} s; pictures: {sizes}")
+    print(f"{args.out}: {plural(counts['samples'], 'sample')} ({args.format}) in "
+          f"{plural(counts['shards'], 'shard')} from {plural(counts['games'], 'game')}, "
+          f"{manifest['seconds']} s; pictures: {sizes}")
     return 0

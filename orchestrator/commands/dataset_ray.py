@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
+from orchestrator.commands import max_file_bytes
 from orchestrator.dataset.shards import DatasetError
 from orchestrator.export.pipeline import Runner
 from orchestrator.positions.samples import GameRead
@@ -36,7 +37,7 @@ def reader(args: argparse.Namespace) -> Iterator[Reader | None]:
 
     try:
         with ray_session(None if args.ray == LOCAL else args.ray) as ray:
-            yield ray_reader(ray)
+            yield ray_reader(ray, max_bytes=max_file_bytes(args))
     except ClusterError as exc:  # Ray missing or unreachable: one line, as bad input
         raise DatasetError(str(exc)) from None
 

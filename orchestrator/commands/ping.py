@@ -10,17 +10,16 @@ from rich.console import Console
 from rich.text import Text
 
 from orchestrator.commands import examples
-from orchestrator.players.go19 import format_address
+from orchestrator.players.address import AddressError, format_address, parse_hostport
 from orchestrator.players.ping import Result, ping_once, ping_text
 
 
 def parse_address(text: str) -> tuple[str, int]:
     """``host:port`` or ``[v6]:port``; ValueError names the culprit."""
-    host, sep, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"bad endpoint {text!r}: expected HOST:PORT with a port in 1..65535")
-    return host, int(port)
+    try:
+        return parse_hostport(text)
+    except AddressError as exc:
+        raise ValueError(f"bad endpoint {text!r}: {exc}") from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import trio
 
+from orchestrator.players.address import AddressError, check_host
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -34,6 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         print("play: --port must be in 0..65535", file=sys.stderr)
+        return 2
+    try:
+        args.host = check_host(args.host)
+    except AddressError as exc:
+        print(f"play: --host: {exc}", file=sys.stderr)
         return 2
     try:
         from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, serve_play

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.files import read_sgf_file
+from orchestrator.commands import add_max_file_mib, max_file_bytes
+from orchestrator.files import MAX_SGF_BYTES, read_sgf_file
 from orchestrator.rules.replay import replay
 from orchestrator.sgf import SgfError, SgfGame
+from orchestrator.words import plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--require-19", action="store_true", help="reject boards other than 19x19"
     )
+    add_max_file_mib(parser)
     parser.set_defaults(func=run)
 
 
@@ -74,10 +77,11 @@ class ReplayResult:
         return record
 
 
-def check_file(path: Path, require_size: int | None) -> list[ReplayResult]:
+def check_file(path: Path, require_size: int | None,
+               max_bytes: int | None = MAX_SGF_BYTES) -> list[ReplayResult]:
     """One record per game in the file, or a single record when it cannot be read."""
     try:
-        games = read_sgf_file(path, require_size=require_size)
+        games = read_sgf_file(path, require_size=require_size, max_bytes=max_bytes)
     except SgfError as exc:
         return [_record(path, None, None, exc)]
     records = []
@@ -116,8 +120,7 @@ def _line(record: ReplayResult) -> str:
         where += f" (game {record.game_index + 1})"
     if record.status == "rejected":
         return f"{where}: rejected ({record.reason}): {record.detail}"
-    moves = record.moves
-    text = f"{where}: ok, {moves} move{'' if moves == 1 else 's'}"
+    text = f"{where}: ok, {plural(record.moves or 0, 'move')}"  # an ok game has its moves
     if record.re:
         text += f", RE[{record.re}]"
     if record.tromp_taylor:
@@ -128,7 +131,7 @@ def _line(record: ReplayResult) -> str:
 def _summary(files: int, records: list[ReplayResult]) -> str:
     ok = sum(r.status == "ok" for r in records)
     reasons = Counter(r.reason for r in records if r.status != "ok")
-    text = f"{files} files: {ok} games ok, {len(records) - ok} rejected"
+    text = f"{plural(files, 'file')}: {plural(ok, 'game')} ok, {len(records) - ok} rejected"
     if reasons:
         text += " (" + ", ".join(f"{k} {n}" for k, n in sorted(reasons.items())) + ")"
     return text
@@ -149,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for path in sgf_files(args.paths):
             files += 1
-            for record in check_file(path, require_size):
+            for record in check_file(path, require_size, max_file_bytes(args)):
                 records.append(record)
                 print(json.dumps(record.as_dict(), ensure_ascii=False) if args.json
                       else _line(record))

@@ -10,6 +10,7 @@ import sys
 import trio
 
 from orchestrator.commands import examples
+from orchestrator.players.address import AddressError, check_host
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.player_pool import PlayerPool
 from orchestrator.serve import (
@@ -19,6 +20,7 @@ from orchestrator.serve import (
     RandomEngine,
     serve_go19,
 )
+from orchestrator.words import plural
 
 ENGINE_HELP = 'heuristic, random, or gtp:"COMMAND ARGS" (one engine process per slot)'
 
@@ -93,7 +95,7 @@ class _Announce(trio.TaskStatus[int]):
     def started(self, port: int | None = None) -> None:
         args = self.args
         host = f"[{args.host}]" if ":" in args.host else args.host
-        print(f"serving GO19 on {host}:{port} (engine {args.engine}, {args.slots} slots)",
+        print(f"serving GO19 on {host}:{port} (engine {args.engine}, {plural(args.slots, 'slot')})",
               flush=True)
 
 
@@ -132,6 +134,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     if problems:
         print(f"serve: {problems[0]}", file=sys.stderr)
+        return 2
+    try:
+        args.host = check_host(args.host)
+    except AddressError as exc:
+        print(f"serve: --host: {exc}", file=sys.stderr)
         return 2
     try:
         engine = make_engine(args.engine, args.slots, args.seed, args.level, args.komi)

@@ -67,12 +67,21 @@ from orchestrator.dataset.shards import (
     DatasetError,
     GameTableRow,
     ShardWriter,
+    relative_sgf_path,
+    sgf_root,
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
-from orchestrator.files import atomic_write, publish_dir, sha256_file
+from orchestrator.files import (
+    MAX_SGF_BYTES,
+    atomic_write,
+    partial_dir,
+    publish_dir,
+    sha256_file,
+)
 from orchestrator.positions.samples import SIZE, GameRead, Positions
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
+from orchestrator.words import plural
 
 if TYPE_CHECKING:
     from orchestrator.dataset import fastdedup
@@ -110,6 +119,7 @@ class BuildOptions:
     require_provenance: bool = False
     shard_size: int = SHARD_SIZE
     compress: bool = True  # deflated shards: ~25x smaller, a few % slower to build
+    max_file_bytes: int | None = MAX_SGF_BYTES  # a file over it is rejected unread
 
     def __post_init__(self) -> None:
         if self.max_per_game is not None and self.max_per_game < 1:
@@ -171,8 +181,9 @@ def _within(rows: np.ndarray | None, sub: np.ndarray) -> np.ndarray:
 class _Builder:
     def __init__(self, folder: Path, options: BuildOptions,
                  provenance: dict[Path, Provenance], stages: Sequence[Stage],
-                 join: Join | None = None) -> None:
+                 join: Join | None = None, root: Path | None = None) -> None:
         self.options = options
+        self.root = root or Path.cwd()  # the game table's SGF paths are relative to it
         self.provenance = provenance
         # Looked up by the game's path as text first: no Path() per game (the same
         # entry, as Path(str(key)) == key), then as a Path for spellings that differ.
@@ -302,11 +313,12 @@ class _Builder:
     def _row(self, game: GameRead, status: str, reason: str | None, prov: Provenance,
              samples: int) -> None:
         row = GameTableRow(
-            path=game.path, game_index=game.game_index, sha1=game.sha1, status=status,
-            reason=reason, detail=game.detail, at_move=game.at_move, black=game.black,
-            white=game.white, result=game.result, winner=game.winner, moves=game.moves,
-            samples=samples, source=prov.source, licence=prov.licence, run=game.run,
-            game=game.game, players=game.players,
+            path=relative_sgf_path(game.path, self.root), file=game.path,
+            game_index=game.game_index,
+            sha1=game.sha1, status=status, reason=reason, detail=game.detail,
+            at_move=game.at_move, black=game.black, white=game.white, result=game.result,
+            winner=game.winner, moves=game.moves, samples=samples, source=prov.source,
+            licence=prov.licence, run=game.run, game=game.game, players=game.players,
         )
         self.table.write(_ROW_ENCODER.encode(row.as_dict()) + "\n")
         self.rows += 1
@@ -327,7 +339,8 @@ class EmptyDataset(DatasetError):
     inputs held. Nothing was written."""
 
     def __init__(self, counts: Counts) -> None:
-        super().__init__(f"no samples from {counts.files} files ({counts.games} games)")
+        super().__init__(f"no samples from {plural(counts.files, 'file')} "
+                         f"({plural(counts.games, 'game')})")
         self.counts = counts
 
 
@@ -354,6 +367,7 @@ def _manifest(builder: _Builder, folder: Path, inputs: list[Path],
         "go19_version": __version__,
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "inputs": [str(p) for p in inputs],
+        "sgf_root": Path(os.path.relpath(builder.root, folder.resolve())).as_posix(),
         "provenance_manifest": str(provenance) if provenance is not None else None,
         "options": dataclasses.asdict(options),
         "pass_move": to_index(PASS, SIZE),
@@ -382,9 +396,11 @@ def build(
     join: Join | None = None,
     refuse_empty: bool = False,
     reader: Callable[[Sequence[str]], Iterable[GameRead]] | None = None,
+    on_rejected: Callable[[GameRead], None] | None = None,
 ) -> dict:
     """Build a dataset folder at ``out`` from SGF files and folders; return its manifest.
 
+    ``on_rejected`` hears each game (or unreadable file) the build rejects, as it goes.
     Raises :class:`DatasetError` (one line) for unusable input or output paths.
     Nothing appears at ``out`` until the build is complete, nor at all when
     ``refuse_empty`` and no sample was kept (:class:`EmptyDataset`).
@@ -396,14 +412,18 @@ def build(
     files, void_files = find_sgf_files(paths_in)
     table = read_provenance(Path(provenance)) if provenance is not None else {}
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    partial = partial_dir(out)
     partial.mkdir()
-    builder = _Builder(partial, options, table, stages, join)
+    builder = _Builder(partial, options, table, stages, join, sgf_root(paths_in))
     try:
         builder.counts.files, builder.counts.void_files = len(files), void_files
         paths = [str(f) for f in files]  # reader: step 1 elsewhere (orchestrator.cluster)
-        for n, game in enumerate(read_all(paths, workers) if reader is None else reader(paths), 1):
+        games = read_all(paths, workers, options.max_file_bytes) if reader is None \
+            else reader(paths)
+        for n, game in enumerate(games, 1):
             builder.add(game)
+            if game.status == "rejected" and on_rejected is not None:
+                on_rejected(game)
             if progress is not None and n % 1000 == 0:
                 progress(builder.sync_counts())
         builder.finish()

@@ -123,7 +123,7 @@ def _gtp(index: int) -> str:
 
 def check_sample(sample: Drawn) -> Checked:
     game = sample.game
-    path = Path(game.path)
+    path = Path(game.file)  # where the SGF is now (shards.load_games)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -149,7 +149,7 @@ def check_sample(sample: Drawn) -> Checked:
 
 def _where(game: GameTableRow, width: int = 1000) -> str:
     """The file's last two path parts (and the game, in a file of several)."""
-    where = "/".join(Path(game.path).parts[-2:])
+    where = "/".join(Path(game.file).parts[-2:])
     if game.game_index:
         where += f" (game {game.game_index + 1})"
     return where if len(where) <= width else "..." + where[3 - width:]

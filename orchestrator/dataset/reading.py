@@ -6,12 +6,13 @@ order."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 
+from orchestrator.files import MAX_SGF_BYTES
 from orchestrator.positions.samples import GameRead, read_file, read_files
+from orchestrator.workers import pool as worker_pool
 
 BATCH_BYTES = 128 * 1024
 
@@ -34,20 +35,22 @@ def batches(files: Sequence[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def read_all(files: Sequence[str], workers: int) -> Iterator[GameRead]:
-    """Every game of ``files`` in order, read in ``workers`` processes.
+def read_all(files: Sequence[str], workers: int,
+             max_bytes: int | None = MAX_SGF_BYTES) -> Iterator[GameRead]:
+    """Every game of ``files`` in order, read in ``workers`` processes (which die with
+    this one); a file over ``max_bytes`` is rejected unread.
 
     At most ``2 * workers`` tasks are in flight, so a slow consumer holds back the
     workers instead of piling up their results in memory.
     """
     if workers <= 1:
         for path in files:
-            yield from read_file(path)
+            yield from read_file(path, max_bytes)
         return
-    with multiprocessing.get_context().Pool(workers) as pool:
+    with worker_pool(workers) as pool:
         pending: deque = deque()
         for batch in batches(files):
-            pending.append(pool.apply_async(read_files, (batch,)))
+            pending.append(pool.apply_async(read_files, (batch, max_bytes)))
             if len(pending) >= 2 * workers:
                 for games in pending.popleft().get():
                     yield from games

@@ -3,15 +3,16 @@ writing (rows copied into preallocated arrays, one file per full shard) and
 reading back with every shard's sha256 checked against the manifest.
 
 A dataset folder holds ``manifest.json`` (options, counts, the shard list with
-sizes and hashes), ``games.jsonl`` (the game table: line ``i`` describes game
-``i``; a sample's ``game`` field is that line number) and ``shard-NNNNN.npz``.
+sizes and hashes, ``sgf_root``), ``games.jsonl`` (the game table: line ``i`` describes
+game ``i``; a sample's ``game`` field is that line number; its SGF ``path`` is relative
+to ``sgf_root``) and ``shard-NNNNN.npz``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,8 @@ class GameTableRow:
     go19 recordings only (``GOXIXRUN``, ``GOXIXGAME``, and ``{"black": …, "white": …}``
     from ``GOXIXB``/``GOXIXW``, as the SGF has them)."""
 
-    path: str
+    path: str  # as written: relative to the manifest's sgf_root (older datasets: as given)
+    file: str  # where the SGF is now (load_games: path under sgf_root); not written
     game_index: int | None  # None: the file could not be read at all
     sha1: str | None
     status: str  # ok | rejected | void | skipped
@@ -75,7 +77,8 @@ class GameTableRow:
     players: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The line as written: every field, the recordings' three only when set."""
+        """The line as written: every field but ``file``, the recordings' three only when
+        set."""
         row = {name: getattr(self, name) for name in _ROW_FIELDS}
         for name in _RECORDING_FIELDS:
             value = getattr(self, name)
@@ -85,14 +88,16 @@ class GameTableRow:
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> GameTableRow:
+        """A line as written with its ``file`` added (load_games), or a row's
+        ``as_dict() | {"file": ...}`` carried as JSON."""
         given: dict[str, Any] = {name: row[name] for name in _ROW_FIELDS}
-        return cls(**given, run=row.get("run"), game=row.get("game"),
+        return cls(**given, file=row["file"], run=row.get("run"), game=row.get("game"),
                    players=row.get("players"))
 
 
 _RECORDING_FIELDS = ("run", "game", "players")
 _ROW_FIELDS = tuple(name for name in GameTableRow.__dataclass_fields__
-                    if name not in _RECORDING_FIELDS)
+                    if name not in (*_RECORDING_FIELDS, "file"))
 
 
 class ShardWriter:
@@ -181,6 +186,16 @@ def read_manifest(folder: str | os.PathLike[str]) -> dict:
             or not all(npz_shards.entry_ok(e, _SHARD_KEYS) for e in entries) \
             or not npz_shards.entry_ok(games, _GAMES_KEYS):
         raise DatasetError(f"{path}: shard list or game table entry missing or malformed")
+    seen: set[str] = set()
+    for entry in entries:
+        if entry["file"] in seen:
+            raise DatasetError(f"{path}: {entry['file']} is listed twice")
+        seen.add(entry["file"])
+    counted = (manifest.get("counts") or {}).get("samples")
+    total = sum(entry["samples"] for entry in entries)
+    if isinstance(counted, int) and counted != total:
+        raise DatasetError(f"{path}: its shards hold {total} samples, counts.samples says "
+                           f"{counted}")
     _fields(manifest, path)
     return manifest
 
@@ -232,13 +247,39 @@ def load(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
 
 
 def load_games(folder: str | os.PathLike[str]) -> list[GameTableRow]:
-    """The game table (``games.jsonl``), checked against the manifest's sha256."""
+    """The game table (``games.jsonl``), checked against the manifest's sha256; each row's
+    ``file`` is where its SGF is now (:func:`sgf_file`)."""
     folder = Path(folder)
-    entry = read_manifest(folder)["games"]
+    manifest = read_manifest(folder)
+    entry = manifest["games"]
     path = folder / entry["file"]
     data = npz_shards.verified_bytes(path, entry["sha256"], DatasetError, "the manifest")
     try:
-        return [GameTableRow.from_dict(json.loads(line))
-                for line in data.decode("utf-8").splitlines()]
+        rows = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+        return [GameTableRow.from_dict(row | {"file": sgf_file(folder, manifest, row["path"])})
+                for row in rows]
     except (ValueError, KeyError, TypeError) as exc:
         raise DatasetError(f"{path}: not a game table ({exc!r})") from None
+
+
+def sgf_root(inputs: Sequence[Path]) -> Path:
+    """The folder a dataset's SGF paths are relative to: the deepest one holding every
+    input (resolved; a file input counts by its folder)."""
+    folders = [str(p.resolve() if p.is_dir() else p.resolve().parent) for p in inputs]
+    return Path(os.path.commonpath(folders)) if folders else Path.cwd()
+
+
+def relative_sgf_path(path: str, root: Path) -> str:
+    """How the game table spells an SGF's path: relative to ``root`` (POSIX; ``..``
+    first for a file reached through a symlink that leads out of it)."""
+    return Path(os.path.relpath(path, root)).as_posix()
+
+
+def sgf_file(folder: str | os.PathLike[str], manifest: Mapping[str, Any], path: str) -> str:
+    """Where the SGF of a game-table ``path`` is: under the manifest's ``sgf_root``
+    (relative to the dataset folder, so a dataset moved with its inputs still finds
+    them); a dataset built before ``sgf_root`` stored the paths as given, taken as they are."""
+    root = manifest.get("sgf_root")
+    if not isinstance(root, str) or Path(path).is_absolute():
+        return path
+    return os.path.normpath(Path(folder).resolve() / root / path)

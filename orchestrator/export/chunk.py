@@ -88,7 +88,8 @@ class ExportTask:
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__} | {
             "rows": list(self.rows),
-            "games": {str(number): row.as_dict() for number, row in self.games.items()},
+            "games": {str(number): row.as_dict() | {"file": row.file}
+                      for number, row in self.games.items()},
         }
 
     @classmethod

@@ -109,7 +109,7 @@ def _render(row: GameTableRow, path: Path, image_px: int | None
 
 def game_context(row: GameTableRow, image_px: int | None) -> GameContext:
     """The context of one game-table row (``games.jsonl``) whose samples are exported."""
-    path = Path(row.path)
+    path = Path(row.file)  # where the SGF is (shards.load_games); row.path as stored
     try:
         games = read_sgf_file(path)
     except Unreadable as exc:
@@ -120,13 +120,13 @@ def game_context(row: GameTableRow, image_px: int | None) -> GameContext:
             from None
     if not games or games[0].sha1 != row.sha1:
         raise DatasetError(f"{path}: changed since the dataset was built (sha1 differs)")
-    index = row.game_index
-    if index is None or not 0 <= index < len(games):
-        raise DatasetError(f"{path}: has no game {index}")
-    game = games[index]
+    # By its index in the file: a tree that is no game is not in the list.
+    game = next((g for g in games if g.game_index == row.game_index), None)
+    if game is None:
+        raise DatasetError(f"{path}: has no game {row.game_index}")
     renders, origins = _render(row, path, image_px)
     return GameContext(
         komi=game.komi, last=_last_moves([move.point for move in game.moves]),
-        render=(renders[0], renders[1]), px_from=(origins[0], origins[1]), sgf=str(path),
+        render=(renders[0], renders[1]), px_from=(origins[0], origins[1]), sgf=row.path,
         source=row.source, run=row.run,
     )

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import shutil
 import time
@@ -47,9 +46,10 @@ from orchestrator.export.chunk import (
     export_chunk,
     pq,
 )
-from orchestrator.files import atomic_write, publish_dir
+from orchestrator.files import atomic_write, partial_dir, publish_dir
 from orchestrator.prompt import PromptError, check_template, default_template
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
+from orchestrator.workers import pool as worker_pool
 
 FORMAT = "go19-export/1"
 FORMATS = ("parquet", "jsonl")
@@ -159,7 +159,7 @@ def run_tasks(tasks: list[ExportTask], workers: int,
             done(written)
             yield result
         return
-    with multiprocessing.get_context().Pool(min(workers, len(tasks))) as pool:
+    with worker_pool(min(workers, len(tasks))) as pool:
         for result in pool.imap(export_chunk, tasks):
             written += result.samples
             done(written)
@@ -208,7 +208,7 @@ def export(
     manifest_sha = hashlib.sha256(source_manifest.read_bytes()).hexdigest() \
         if source_manifest.is_file() else None
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial-{os.getpid()}")
+    partial = partial_dir(out)
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
     try:

@@ -19,16 +19,12 @@ from contextlib import contextmanager
 
 import trio
 
+from orchestrator.players.address import format_address
 from orchestrator.players.base import ConnectionFailed, ProtocolViolation
 from orchestrator.protocol import go19 as wire
 
 Address = tuple[str, int]
 _RECEIVE_CHUNK = 65536
-
-
-def format_address(address: Address) -> str:
-    host, port = address
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _describe(exc: BaseException) -> str:
@@ -38,8 +34,6 @@ def _describe(exc: BaseException) -> str:
         seen = seen.__cause__
     if isinstance(seen, ExceptionGroup) and seen.exceptions:
         seen = seen.exceptions[0]
-    if isinstance(seen, socket.gaierror) and seen.strerror:
-        return seen.strerror.lower()
     if isinstance(seen, OSError) and seen.errno:
         return os.strerror(seen.errno).lower()
     return str(seen) or type(seen).__name__
@@ -54,6 +48,12 @@ def wire_errors(where: str) -> Iterator[None]:
         raise ProtocolViolation(f"{where}: {exc}") from exc
     except trio.TooSlowError as exc:
         raise ConnectionFailed(f"{where}: connect timed out") from exc
+    except (UnicodeError, socket.gaierror) as exc:
+        # The resolver's errors (IDNA's UnicodeError for 'a..b' or a label over 63
+        # characters is not even an OSError): the name, not the network, is wrong.
+        said = exc.strerror if isinstance(exc, socket.gaierror) else None
+        detail = f": {said.lower()}" if said else ""
+        raise ConnectionFailed(f"{where}: bad host name{detail}") from exc
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         raise ConnectionFailed(f"{where}: {_describe(exc)}") from exc
 

@@ -8,16 +8,20 @@ game, or one that no longer starts with what was sent (fewer moves, or the
 referee played a fallback instead of the engine's answer), gets
 ``boardsize``/``komi``/``clear_board`` and a full replay.
 
-Commands carry no ids; a reply is ``= text`` or ``? message`` ended by an empty
-line. One request at a time: a request that is cancelled (the referee's
-deadline) leaves a reply in flight that must never be read as the answer to
-the next one, so the engine is killed and started afresh on next use, as it is
-after any other broken exchange. The engine's stderr goes to ``stderr_log``
-(appended) or nowhere, never to our own output.
+Every command carries an id (``7 genmove black``) and its reply must echo it
+(``=7 D4`` or ``?7 message``, ended by an empty line), so a reply is matched to its
+command: one that carries another id or none (a stray or repeated reply) is never
+taken as the answer. One request at a time: a request that is cancelled (the
+referee's deadline) leaves a reply in flight, so the engine is killed and started
+afresh on next use, as it is after any other broken exchange: a reply that is not
+GTP, carries the wrong id, or answers a genmove with something that is not a move.
+The engine's stderr goes to ``stderr_log`` (appended) or nowhere, never to our own
+output.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -37,6 +41,9 @@ MAX_REPLY_BYTES = 1 << 20
 QUIT_GRACE = 2.0
 # How long to wait for an exit status once the engine's output has ended.
 EXIT_GRACE = 1.0
+# "=12 text" / "?12 text": the status, the echoed id (absent when the engine sent none)
+# and the text (GTP allows a single space or a newline after the id).
+_REPLY_RE = re.compile(r"([=?])(\d*)(.*)", re.S)
 
 
 class GtpPlayer:
@@ -50,6 +57,7 @@ class GtpPlayer:
         self.stderr_log = stderr_log
         self._process: trio.Process | None = None
         self._buffer = bytearray()
+        self._ids = 0  # the id of the last command sent to this process
         # True only while a live engine has no exchange half done.
         self._clean = False
         # What the engine's board holds; _game is None until a replay completes.
@@ -74,7 +82,9 @@ class GtpPlayer:
         try:
             point = from_gtp(answer, game.size)
         except CoordinateError as exc:
-            self._game = None  # the engine's board holds who knows what: replay next time
+            # Not a move: whatever the engine is doing, it is not answering this genmove,
+            # and what it sends next might be read as the next answer. A fresh engine.
+            self._clean = False
             raise ProtocolViolation(
                 f"GTP engine {self.name!r} answered {answer!r} to {command!r}: {exc}"
             ) from None
@@ -153,6 +163,7 @@ class GtpPlayer:
             if log is not None:
                 log.close()
         self._buffer.clear()
+        self._ids = 0
         self._clean = True
 
     def _forget(self) -> None:
@@ -168,22 +179,28 @@ class GtpPlayer:
         process = self._process
         assert process is not None and self._clean, "one GTP request at a time"
         self._clean = False
+        self._ids += 1
+        ident = str(self._ids)
         try:
-            await _pipes(process)[0].send_all(command.encode() + b"\n")
+            await _pipes(process)[0].send_all(f"{ident} {command}\n".encode())
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise await self._died(process, command) from None
         reply = await self._read_reply(process, command)
+        parsed = _REPLY_RE.fullmatch(reply)
+        if parsed is None or parsed[2] != ident:
+            # Not GTP, or not the reply to this command (a stray one, or a late one): out
+            # of step, and so until the engine is started afresh (_clean stays False).
+            what = "not a GTP reply" if parsed is None else (
+                f"the reply to command {parsed[2]}" if parsed[2] else "a reply without an id")
+            raise ProtocolViolation(
+                f"GTP engine {self.name!r} answered {reply[:80]!r} to {ident} {command!r}: "
+                f"{what}"
+            )
         self._clean = True
-        if reply.startswith("="):
-            return reply[1:].lstrip("0123456789").strip()
-        if reply.startswith("?"):
-            message = reply[1:].lstrip("0123456789").strip()
-            raise RefusedMove(f"GTP engine {self.name!r} refused {command!r}: {message}")
-        self._clean = False  # whatever it is saying, we are no longer in step
-        raise ProtocolViolation(
-            f"GTP engine {self.name!r} answered {reply[:80]!r} to {command!r}, "
-            "not a GTP reply"
-        )
+        status, text = parsed[1], parsed[3].strip()
+        if status == "?":
+            raise RefusedMove(f"GTP engine {self.name!r} refused {command!r}: {text}")
+        return text
 
     async def _read_reply(self, process: trio.Process, command: str) -> str:
         buffer = self._buffer

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import trio
 
+from orchestrator.players.address import AddressError, check_host
 from orchestrator.players.base import PlayerError
 from orchestrator.players.connection import Go19Connection, format_address
 
@@ -16,6 +17,10 @@ async def ping_once(address: tuple[str, int], timeout: float) -> Result:
     round trip when ok, else the time until the failure."""
     start = trio.current_time()
     where = format_address(address)
+    try:
+        check_host(address[0])
+    except AddressError:
+        return False, "bad host name", 0.0
     try:
         with trio.fail_after(timeout):
             conn = await Go19Connection.connect(*address)

@@ -143,6 +143,7 @@ class Replica:
     async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
         self.requests += 1
         start = trio.current_time()
+        deadline = trio.current_effective_deadline()
         succeeded = False
         try:
             conn = await self._checkout()
@@ -158,7 +159,10 @@ class Replica:
                 reply = await self._first_or_later(conn, request)
             succeeded = True
         except trio.Cancelled:
-            self.timeouts += 1
+            # Only a deadline makes a timeout: a request dropped before its deadline (a
+            # second Ctrl-C, a shutdown) says nothing about this replica.
+            if trio.current_time() >= deadline:
+                self.timeouts += 1
             self._lost_connection = True
             raise
         except Skipped:

@@ -29,6 +29,7 @@ import numpy as np
 from orchestrator.coords import PASS
 from orchestrator.positions.samples import AREA, SIZE, Positions, _positions, origin_of
 from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
+from orchestrator.rules.replay import komi_ok
 from orchestrator.sgf import Setup, SgfGame, SgfMove, fastgrammar
 from orchestrator.sgf.grammar import Node
 
@@ -351,7 +352,7 @@ def _moves(game: SgfGame, nodes: list[Node] | None) -> tuple[np.ndarray, np.ndar
 def positions(game: SgfGame, nodes: list[Node] | None = None) -> Positions:
     """``samples._positions(game)``, computed by the kernel where it can be. ``nodes``, the
     main line the reader built ``game`` from, saves reading ``game.moves`` one by one."""
-    if not ENABLED or game.size != SIZE:
+    if not ENABLED or game.size != SIZE or not komi_ok(game.komi):
         return _positions(game)
     colors, points, plain = _moves(game, nodes)
     n = len(colors)

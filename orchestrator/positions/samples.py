@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.coords import PASS, to_index
-from orchestrator.files import read_sgf_file
+from orchestrator.files import MAX_SGF_BYTES, read_sgf_file
 from orchestrator.recordings import MoveOrigin, move_origin
 from orchestrator.rules import IllegalMove
 from orchestrator.rules.board import Board, neighbours_table
@@ -215,9 +215,10 @@ def _game_read(path: str, game: SgfGame, nodes: list[Node] | None = None) -> Gam
     return GameRead(status="ok", positions=positions, **common)
 
 
-def read_file(path: str | Path) -> list[GameRead]:
-    """Every game of one SGF file, replayed; a file that cannot be read is one
-    rejected entry with the reason ``go19 replay --require-19`` gives."""
+def read_file(path: str | Path, max_bytes: int | None = MAX_SGF_BYTES) -> list[GameRead]:
+    """Every game of one SGF file, replayed; a file that cannot be read (or is over
+    ``max_bytes``) is one rejected entry with the reason ``go19 replay --require-19``
+    gives."""
     from orchestrator.positions import fastreplay  # fastreplay imports this module
     from orchestrator.sgf import fastgrammar
     path = str(path)
@@ -229,13 +230,14 @@ def read_file(path: str | Path) -> list[GameRead]:
         return trees
 
     try:
-        games = read_sgf_file(path, require_size=SIZE, lines=lines)
+        games = read_sgf_file(path, require_size=SIZE, lines=lines, max_bytes=max_bytes)
     except SgfError as exc:
         return [GameRead(path=path, game_index=None, status="rejected", reason=exc.reason,
                          detail=exc.detail, at_move=getattr(exc, "move", None))]
     return [_game_read(path, game, trees[game.game_index]) for game in games]
 
 
-def read_files(paths: list[str]) -> list[list[GameRead]]:
+def read_files(paths: list[str], max_bytes: int | None = MAX_SGF_BYTES
+               ) -> list[list[GameRead]]:
     """:func:`read_file` over a batch: one call per worker task."""
-    return [read_file(path) for path in paths]
+    return [read_file(path, max_bytes) for path in paths]

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator.report import tables as t
+from orchestrator.words import plural
 
 RATINGS_SHOWN = 10
 
@@ -36,7 +37,7 @@ def print_summary(report: dict, out_dir: Path, console: Console | None = None) -
         console.print(tab)
     for name, p in report["players"].items():
         if p["fallback_total"]:
-            console.print(f"{t.name(report, name)}: {p['fallback_total']} fallbacks "
+            console.print(f"{t.name(report, name)}: {plural(p['fallback_total'], 'fallback')} "
                           f"({t.pct(p['fallback_rate'], 2)} of moves asked)", highlight=False)
     if report["warnings"]:
         console.print(f"[yellow]{len(report['warnings'])} warning(s), listed in the report[/]")

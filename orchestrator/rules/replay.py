@@ -3,8 +3,9 @@ or the position at its end. sgfmill keeps ``sgf_moves`` apart from its SGF parse
 same way: the SGF layer knows nothing of the rules, and this module is where they meet.
 
 A record the rules reject raises an :class:`~orchestrator.sgf.SgfError` subclass
-(:class:`IllegalMoveInRecord`, :class:`IllegalSetup`, or ``NotSupported`` for a board
-the rules cannot hold), so readers of files report every problem the same way.
+(:class:`IllegalMoveInRecord`, :class:`IllegalSetup`, :class:`BadKomi`, or
+``NotSupported`` for a board the rules cannot hold), so readers of files report every
+problem the same way.
 """
 
 from __future__ import annotations
@@ -36,6 +37,17 @@ class IllegalSetup(SgfError):
     """Setup stones that leave a group without liberties."""
 
     reason = "illegal-setup"
+
+
+class BadKomi(SgfError):
+    """A komi that is not a multiple of 0.5 (``KM[0.3]``): no Go rules score with it,
+    KataGo refuses it, and a prompt must not show it."""
+
+    reason = "bad-komi"
+
+
+def komi_ok(komi: float) -> bool:
+    return (komi * 2).is_integer()
 
 
 
@@ -78,6 +90,8 @@ def _start(game: SgfGame) -> Game:
     """The empty board the game starts on; the rules stop at 25x25 (GTP letters)."""
     if game.size > REPLAY_MAX_SIZE:
         raise NotSupported(f"board size {game.size} cannot be replayed (2..{REPLAY_MAX_SIZE})")
+    if not komi_ok(game.komi):
+        raise BadKomi(f"komi {game.komi:g} is not a multiple of 0.5")
     return Game(size=game.size, komi=game.komi)
 
 

@@ -27,9 +27,11 @@ Choices where real files disagree with the standard:
 - no ``SZ`` means 19; boards up to 52x52 read (FF[4]'s a-z then A-Z), though the
   rules replay only up to 25x25; ``tt`` is a pass on boards up to 19x19, like ``B[]``,
   and a real point on larger ones (the writer always writes a pass as ``[]``);
-- ``|KM| >= 100`` is Fox's komi x100 (``KM[750]`` = 7.5, ``KM[375]`` = 3.75): no real
-  komi is that large; ``KM[6,5]`` is 6.5; no or unreadable komi is 0; a non-integer
-  ``HA`` (``HA[7.5]``) is 0;
+- ``|KM| >= 100`` is Fox's komi x100 (no real komi is that large), in points
+  (``KM[650]`` = 6.5, ``KM[750]`` = 7.5) or, where the value is a quarter and not a
+  half, in Chinese stones that count twice (``KM[375]``: 3.75 stones = 7.5 points);
+  ``KM[6,5]`` is 6.5; no or unreadable komi is 0; a non-integer ``HA`` (``HA[7.5]``)
+  is 0 (the replay, not the reader, refuses a komi that is not a multiple of 0.5);
 - setup (``AB``/``AW``/``AE``) may sit in any main-line node and takes effect there,
   before that node's move (a node with both is old-style but seen);
 - several values where one is expected (``CA[UTF-8][UTF-8]``): the first counts;
@@ -59,6 +61,7 @@ from orchestrator.sgf.model import (
     SgfError,
     SgfGame,
     SgfMove,
+    TooLarge,
     Truncated,
     Unparseable,
     Unreadable,
@@ -70,6 +73,6 @@ from orchestrator.sgf.writer import write_sgf
 __all__ = [
     "BLACK_PLAYER_PROP", "END_PROP", "GAME_PROP", "LATENCY_PROP", "MAX_SIZE", "RUN_PROP",
     "SOURCE_PROP", "VOID_PROP", "WHITE_PLAYER_PROP", "CorruptCoordinate", "EmptyFile",
-    "NotNineteen", "NotSupported", "Setup", "SgfError", "SgfGame", "SgfMove", "Truncated",
-    "Unparseable", "Unreadable", "decode_text", "read_games", "write_sgf",
+    "NotNineteen", "NotSupported", "Setup", "SgfError", "SgfGame", "SgfMove", "TooLarge",
+    "Truncated", "Unparseable", "Unreadable", "decode_text", "read_games", "write_sgf",
 ]

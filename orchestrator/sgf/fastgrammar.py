@@ -6,9 +6,11 @@ grammar's token regex, its main-line walk and its game starts, done in a loop th
 costs about a nanosecond a character, where the regex costs twenty and hands back a
 tuple per token. Python then only builds the main lines' nodes.
 
-The regex stays the reference: without numba, and for any text where a token would
-start with a non-ASCII character (the regex's ``\\s`` and ``str.isalpha`` know Unicode,
-this loop does not), :func:`main_lines` is the grammar's own. Non-ASCII characters
+The regex stays the reference: without numba, for texts over :data:`MAX_CHARS`
+characters (the loop's arrays cost 27 bytes a character; the grammar streams), and for
+any text where a token would start with a non-ASCII character (the regex's ``\\s`` and
+``str.isalpha`` know Unicode, this loop does not), :func:`main_lines` is the grammar's
+own. The nodes are built by the grammar's rules of what a node keeps. Non-ASCII characters
 inside ``[values]`` are fine: both read them the same way. tests/dataset/
 tests/sgf/test_fastgrammar.py checks the two agree on the whole real corpus and on random text.
 """
@@ -165,8 +167,8 @@ def _lines(b: Any, out: Any, lo: Any, hi: Any) -> int:
     _BAIL or _TRUNCATED."""
     n = b.shape[0]
     kinds = np.empty(n, np.uint8)
-    starts = np.empty(n, np.int64)
-    ends = np.empty(n, np.int64)
+    starts = np.empty(n, np.int32)
+    ends = np.empty(n, np.int32)
     count = _tokens(b, kinds, starts, ends)
     if count < 0:
         return count
@@ -241,12 +243,15 @@ if njit is not None:
     _named = njit(cache=True, nogil=True)(_named)
     _lines = njit(cache=True, nogil=True)(_lines)
 
-_LOWER = str.maketrans("", "", "abcdefghijklmnopqrstuvwxyz")
+# The kernel's arrays take 27 bytes a character (spans as int32): texts longer than this
+# go to the grammar, which reads them as it goes. Real game records are far shorter.
+MAX_CHARS = 1 << 20
+_CHUNK = 1 << 16  # events turned into Python values at a time
 
 
 def main_lines(text: str) -> list[list[Node]]:
     """``grammar.main_lines(text)``, the compiled way where it can be."""
-    if not ENABLED:
+    if not ENABLED or len(text) > MAX_CHARS:
         return grammar.main_lines(text)
     if text.isascii():
         b = np.frombuffer(text.encode("ascii"), np.uint8)
@@ -254,36 +259,57 @@ def main_lines(text: str) -> list[list[Node]]:
         b = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
     size = 2 * b.shape[0] + 1  # at most a node and a name per character, and an end
     out = np.empty(size, np.uint8)
-    lo = np.empty(size, np.int64)
-    hi = np.empty(size, np.int64)
+    lo = np.empty(size, np.int32)
+    hi = np.empty(size, np.int32)
     count = _lines(b, out, lo, hi)
     if count == _BAIL:
         return grammar.main_lines(text)
     if count == _TRUNCATED:
         raise Truncated("the file ends inside a game tree (missing ')')")
+    return _nodes(text, out[:count], lo[:count], hi[:count])
+
+
+def _nodes(text: str, out: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[list[Node]]:
+    """The events as the grammar's nodes, with its rules of what a node keeps
+    (:func:`grammar.kept`): the same loop as ``grammar._read_tree``, over events."""
     games: list[list[Node]] = []
     nodes: list[Node] = []
-    props: dict[str, list[str]] = {}
-    values: list[str] = []
-    for kind, start, end in zip(out[:count].tolist(), lo[:count].tolist(),
-                                hi[:count].tolist(), strict=True):
-        if kind == _VALUE:
-            values.append(text[start:end])
-        elif kind == _RUN:
-            nodes.append(text[start:end])
-        elif kind == _NAME:
-            name = text[start:end]
-            if not name.isupper():
-                name = name.translate(_LOWER)
-            found = props.get(name)
-            if found is None:
-                found = props[name] = []
-            values = found
-        elif kind == _NODE:
-            props = {}
-            nodes.append(props)
-        else:  # the end of a game tree
-            if nodes:
-                games.append(nodes)
-            nodes = []
+    props: dict[str, list[str]] | None = None
+    name: str | None = None
+    for at in range(0, len(out), _CHUNK):
+        chunk = zip(out[at:at + _CHUNK].tolist(), lo[at:at + _CHUNK].tolist(),
+                    hi[at:at + _CHUNK].tolist(), strict=True)
+        for kind, start, end in chunk:
+            if kind == _VALUE:
+                if name is not None:
+                    assert props is not None
+                    values = props.get(name)
+                    if values is None:
+                        props[name] = [text[start:end]]
+                        if len(nodes) == 1 and len(props) > grammar.MAX_ROOT_PROPERTIES:
+                            raise grammar.too_many_properties()
+                    elif name in grammar.LISTS:
+                        values.append(text[start:end])
+                continue
+            name = None
+            if kind == _NAME:
+                spelled = grammar.property_name(text[start:end])
+                if props is None:
+                    props = {}
+                    nodes.append(props)
+                if len(nodes) == 1 or spelled in grammar.MOVE_NODE:
+                    name = spelled
+                continue
+            if props is not None:
+                nodes[-1] = grammar.kept(props, len(nodes) == 1)
+                props = None
+            if kind == _RUN:
+                nodes.append(text[start:end])
+            elif kind == _NODE:
+                props = {}
+                nodes.append(props)
+            else:  # the end of a game tree
+                if nodes:
+                    games.append(nodes)
+                nodes = []
     return games

@@ -60,6 +60,12 @@ class EmptyFile(SgfError):
     reason = "empty"
 
 
+class TooLarge(SgfError):
+    """A file over the size a reader allows (``--max-file-mib``): refused unread."""
+
+    reason = "too-large"
+
+
 class Unparseable(SgfError):
     reason = "unparseable"
 

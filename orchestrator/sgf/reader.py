@@ -26,6 +26,7 @@ from orchestrator.sgf.model import (
     Unparseable,
 )
 from orchestrator.sgf.text import decode_text
+from orchestrator.words import plural
 
 _NEEDS_TEXT_WORK = re.compile(r"[\\\r\t\v\f]")
 _NEWLINES_RE = re.compile(r"\r\n|\n\r|\r")
@@ -84,7 +85,12 @@ def _komi(raw: str | None) -> float:
         return 0.0
     if komi != komi or abs(komi) == float("inf"):
         return 0.0
-    return komi / 100 if abs(komi) >= 100 else komi
+    if abs(komi) < 100:
+        return komi
+    # Fox writes komi x100: points (KM[650] 6.5, KM[750] 7.5), or under Chinese rules
+    # stones, which count twice (KM[375]: 3.75 stones, 7.5 points).
+    komi /= 100
+    return komi * 2 if (komi * 4).is_integer() and not (komi * 2).is_integer() else komi
 
 
 def _handicap(raw: str | None) -> int:
@@ -246,6 +252,17 @@ def _build_game(
     )
 
 
+# FF[4]'s root and game-info properties, and Go's own: a tree with none of them, no move
+# and no setup stone is no game record (random bytes hold "(;" often enough).
+_GAME_INFO = frozenset("AP CA FF GM ST SZ AN BR BT CP DT EV GN GC ON OT PB PC PW RE RO RU SO "
+                       "TM US WR WT HA KM".split())
+
+
+def _is_game(game: SgfGame) -> bool:
+    return bool(game.moves or game.setup) or any(
+        name in _GAME_INFO or name.startswith("GOXIX") for name in game.root_props)
+
+
 def read_games(
     data: bytes, *, require_size: int | None = None, path: str | None = None,
     lines: Callable[[str], list[list[Node]]] = main_lines,
@@ -253,7 +270,10 @@ def read_games(
     """Every game in an SGF file's bytes, main lines only.
 
     Raises an :class:`SgfError` subclass, naming ``path`` (where the caller read the
-    bytes) when given, and nothing else. ``require_size=19`` rejects other boards with
+    bytes) when given, and nothing else. A game tree without a move, a setup stone or
+    an SGF root or game-info property is not a game: it is left out (the others keep
+    their ``game_index``, the tree's place in the file), and a file of nothing else is
+    :class:`Unparseable`. ``require_size=19`` rejects other boards with
     :class:`NotNineteen`. The caller opens the file (:meth:`Unreadable.from_os_error`
     turns its OSError into the same kind of one-line error). ``lines`` is step 2: the
     build passes its compiled twin of :func:`~orchestrator.sgf.grammar.main_lines`.
@@ -269,7 +289,12 @@ def read_games(
         if not trees:
             raise Unparseable("no SGF game tree found")
         sha1 = hashlib.sha1(data).hexdigest()
-        return [_build_game(line, sha1, i, require_size) for i, line in enumerate(trees)]
+        built = [_build_game(line, sha1, i, require_size) for i, line in enumerate(trees)]
+        games = [game for game in built if _is_game(game)]
+        if not games:
+            raise Unparseable(f"no game: {plural(len(built), 'game tree')} without a move, a "
+                              "setup stone or an SGF root property")
+        return games
     except SgfError as exc:
         if exc.path is None:
             exc.path = path

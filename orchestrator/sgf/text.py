@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections import Counter
 
 _BOMS = (
     (b"\xef\xbb\xbf", "utf-8"),
@@ -21,7 +22,7 @@ _SUPERSETS = {
     "gb2312": "gb18030", "gbk": "gb18030", "euc_kr": "cp949",
     "shift_jis": "cp932", "ascii": "utf-8",
 }
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_DROP_ASCII = dict.fromkeys(range(128))
 _FALLBACKS = ("utf-8", "gb18030", "cp949", "cp932", "iso8859-1")
 _SINGLE_BYTE_LATIN = ("iso8859-1", "cp1252", "iso8859-15")
 
@@ -49,23 +50,25 @@ def _plausible(text: str, codec: str) -> float:
     each wrong guess tends to land in rare code points (GBK-only ideographs for
     Shift_JIS read as GB18030, half-width katakana for GB2312 read as Shift_JIS,
     U+FFFD for broken UTF-8, C1 controls for Latin-1)."""
-    chars = _NON_ASCII.findall(text)
-    if not chars:
+    # Counted per distinct character: a list of every one cost 8 bytes and more each.
+    counts = Counter(text.translate(_DROP_ASCII))
+    total = sum(counts.values())
+    if not total:
         return 1.0
     core = {"gb18030": "gb2312", "cp949": "euc_kr", "cp932": "shift_jis"}.get(codec)
-    if core is None:
-        good = sum(ch.isprintable() and ch != "\ufffd" for ch in chars)
-    else:
-        good = 0
-        for ch in chars:
-            if codec == "cp932" and "\uff61" <= ch <= "\uff9f":
-                continue
-            try:
-                ch.encode(core)
-            except UnicodeEncodeError:
-                continue
-            good += 1
-    return good / len(chars)
+    good = 0
+    for ch, n in counts.items():
+        if core is None:
+            good += n if ch.isprintable() and ch != "\ufffd" else 0
+            continue
+        if codec == "cp932" and "\uff61" <= ch <= "\uff9f":
+            continue
+        try:
+            ch.encode(core)
+        except UnicodeEncodeError:
+            continue
+        good += n
+    return good / total
 
 
 def decode_text(data: bytes) -> tuple[str, str]:

@@ -31,6 +31,7 @@ from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.events import Event, Fallback
 from orchestrator.files import atomic_write
+from orchestrator.players.address import check_host
 from orchestrator.players.base import RESIGN, Player
 from orchestrator.players.go19 import Go19Endpoint, format_address
 from orchestrator.recordings import PlayerMeta
@@ -89,6 +90,11 @@ class PlaySettings(BaseModel):
             raise ValueError(str(exc)) from None
         return value
 
+    @field_validator("host1", "host2")
+    @classmethod
+    def _host(cls, value: str) -> str:
+        return check_host(value.strip()) if value.strip() else value  # host2 may be blank
+
     def server(self, index: int) -> tuple[str, int]:
         """Server 2 left blank means self-play on server 1."""
         if index == 2 and self.host2.strip():
@@ -99,7 +105,7 @@ class PlaySettings(BaseModel):
 def settings_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "settings"
-    return f"bad setting {where}: {first['msg']}"
+    return f"bad setting {where}: {first['msg'].removeprefix('Value error, ')}"
 
 
 class PlaySession:

@@ -61,17 +61,17 @@ class _CountingRay:
 
         class Task:
             @staticmethod
-            def remote(batch: list[str]) -> tuple:
+            def remote(*args: Any) -> tuple:
                 ray.out += 1
                 ray.most = max(ray.most, ray.out)
-                return fn, batch
+                return fn, args
 
         return Task
 
     def get(self, ref: tuple) -> Any:
         self.out -= 1
-        fn, batch = ref
-        return fn(batch)
+        fn, args = ref
+        return fn(*args)
 
     def cancel(self, ref: tuple) -> None:
         self.cancelled += 1
@@ -89,6 +89,16 @@ def test_tasks_in_flight_stay_bounded_and_early_stop_cancels() -> None:
     next(reader)
     reader.close()  # the build stopped (an error): the tasks still out are dropped
     assert stopped.cancelled == stopped.out > 0
+
+
+@requires_real
+def test_the_ray_reader_refuses_files_over_the_cap_as_the_workers_do() -> None:
+    """``--max-file-mib`` reaches the Ray tasks: a file over it is rejected unread."""
+    files = [str(p) for p in sorted((REAL / "pro19").glob("*.sgf"))[:3]]
+    capped = list(ray_reader(_CountingRay(), 3, max_bytes=100)(files))
+    assert [(g.path, g.status, g.reason) for g in capped] == \
+        [(f, "rejected", "too-large") for f in files]
+    assert all(g.status == "ok" for g in ray_reader(_CountingRay(), 3)(files))
 
 
 @requires_real

@@ -65,7 +65,7 @@ def test_rejections_are_those_of_go19_replay(real, table) -> None:
                 theirs[(str(path.resolve()), record.reason)] += 1
             else:
                 ok += 1
-    ours = Counter((row.path, row.reason) for row in table if row.status == "rejected")
+    ours = Counter((row.file, row.reason) for row in table if row.status == "rejected")
     assert ours == theirs
     counts = read_manifest(real)["counts"]
     assert counts["rejected"] == dict(Counter(reason for _, reason in theirs.elements()))
@@ -75,14 +75,14 @@ def test_rejections_are_those_of_go19_replay(real, table) -> None:
 
 def test_small_boards_are_rejected_as_not_19x19(table) -> None:
     # PROVENANCE.md: small-boards/ holds only 9x9, 11x11 and 13x13 games (233 files).
-    rows = [r for r in table if "/small-boards/" in r.path]
+    rows = [r for r in table if "/small-boards/" in r.file]
     assert len(rows) == 233
     assert {(r.status, r.reason) for r in rows} == {("rejected", "not-19x19")}
     assert all(r.samples == 0 for r in rows)
 
 
 def test_superko_game_is_rejected_and_gives_no_samples(table, samples) -> None:
-    (row,) = [r for r in table if r.path.endswith("odd/gnugo-gorimu.sgf")]
+    (row,) = [r for r in table if r.file.endswith("odd/gnugo-gorimu.sgf")]
     assert (row.status, row.reason, row.at_move) == ("rejected", "illegal:superko", 381)
     assert not np.any(samples["game"] == table.index(row))
 
@@ -90,7 +90,7 @@ def test_superko_game_is_rejected_and_gives_no_samples(table, samples) -> None:
 @pytest.mark.parametrize("name", FEW_GAMES)
 def test_every_sample_matches_sgfmill(name, table, samples) -> None:
     path = REAL_SGF / name
-    (row,) = [r for r in table if r.path == str(path.resolve())]
+    (row,) = [r for r in table if r.file == str(path.resolve())]
     assert row.status == "ok"
     theirs = sgfmill_positions(path)
     assert len(theirs) == row.moves
@@ -130,7 +130,7 @@ def test_provenance_is_carried_from_the_manifest(real, table) -> None:
         repos = {str((REAL_SGF / r["file"]).resolve()): r["source_repo"]
                  for r in csv.DictReader(fh, delimiter="\t")}
     kept = [r for r in table if r.status == "ok"]
-    assert kept and all(r.source == repos[r.path] for r in kept)
+    assert kept and all(r.source == repos[r.file] for r in kept)
     assert all(r.licence is None for r in kept)  # MANIFEST.tsv has no licence column
     counts = read_manifest(real)["counts"]["provenance"]
     assert counts == {"known source": len(kept), "unknown licence": len(kept)}

@@ -23,6 +23,7 @@ import trio
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.events import Event, Interrupted
 from orchestrator.serve import RandomEngine, serve_go19
+from orchestrator.words import plural
 from tests.conftest import REPO
 
 from .harness import check_recordings, journal, two_go19_players
@@ -222,3 +223,78 @@ def test_ctrl_c_twice_in_a_busy_run_accounts_for_every_game(tmp_path: Path) -> N
         assert len(records) == summary.state.done >= wanted
         assert max(r["game"] for r in records) <= seen["started"]
         assert len(records) + summary.dropped_in_flight == seen["started"]
+
+
+# -- which run --resume continues (issue 21, item 4) ----------------------------------
+
+
+async def start_held(tmp_path: Path, matchup: Path, engine: GatedEngine, games: int,
+                     nursery: trio.Nursery) -> tuple[trio.Process, Output]:
+    """A collect process whose games are all held at the gate (closed anew here)."""
+    engine.gate = trio.Event()
+    output = Output()
+    proc = await trio.lowlevel.open_process(
+        collect_cmd(matchup, tmp_path, games), cwd=REPO, env=ENV,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    nursery.start_soon(output.read, proc.stdout)
+    await until(lambda: engine.held == GATED_CONCURRENCY
+                and len(in_flight(output)) == GATED_CONCURRENCY)
+    return proc, output
+
+
+async def ctrl_c_twice(proc: trio.Process, output: Output, engine: GatedEngine) -> None:
+    proc.send_signal(signal.SIGINT)
+    await until(lambda: any("Ctrl-C again to drop them" in line for line in output.lines))
+    proc.send_signal(signal.SIGINT)
+    with trio.fail_after(120):
+        await proc.wait()
+        await output.ended.wait()
+    engine.gate.set()
+    await until(lambda: engine.held == 0)
+
+
+def run_dirs(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "rec").glob("int-*"))
+
+
+async def test_an_interrupted_run_with_no_game_leaves_no_folder_and_resume_skips_empty_ones(
+    tmp_path: Path,
+) -> None:
+    """Two Ctrl-Cs early left an empty run folder, and `--resume` continued it ("0 of 20
+    games already done"), leaving the run with games unfinished."""
+    engine = GatedEngine(free=12)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(lambda task_status: serve_go19(
+            engine, "127.0.0.1", 0, slots=64, allowed_sizes=(9,), task_status=task_status))
+        matchup = tmp_path / "int.toml"
+        matchup.write_text(GATED.format(port=port, concurrency=GATED_CONCURRENCY))
+        # A run with games: some finish before the gate holds the next three.
+        proc, output = await start_held(tmp_path, matchup, engine, 20, nursery)
+        await ctrl_c_twice(proc, output, engine)
+        (with_games,) = run_dirs(tmp_path)
+        recorded = len(journal(with_games))
+        assert 0 < recorded < 20
+        # A newer run interrupted twice before any game ended: nothing is left of it.
+        proc, output = await start_held(tmp_path, matchup, engine, 20, nursery)
+        await ctrl_c_twice(proc, output, engine)
+        assert proc.returncode == 130
+        assert run_dirs(tmp_path) == [with_games], output.text
+        assert any(line.startswith("interrupted: 3 game(s) in flight dropped and no game was "
+                                   "recorded: removed ") for line in output.lines), output.text
+        # A newer one killed before any game ended (no chance to clean up): left empty.
+        proc, output = await start_held(tmp_path, matchup, engine, 20, nursery)
+        proc.kill()
+        await proc.wait()
+        engine.gate.set()
+        (empty,) = set(run_dirs(tmp_path)) - {with_games}
+        # --resume skips the empty one, says which run it continues, and finishes it.
+        resumed = await trio.run_process(
+            [*collect_cmd(matchup, tmp_path, 20), "--resume"], cwd=REPO, env=ENV,
+            capture_stdout=True, stderr=subprocess.STDOUT, check=False)
+        nursery.cancel_scope.cancel()
+    text = resumed.stdout.decode()
+    assert resumed.returncode == 0, text
+    assert f"resume: continuing {with_games} ({plural(recorded, 'game')} recorded)" in text
+    assert "skipped 1 newer run folder with no recorded game" in text
+    check_recordings(with_games, 20)
+    assert not list(empty.glob("*.sgf"))

@@ -24,7 +24,7 @@ from sgfmill import sgf
 
 from orchestrator.collect.recorder import append_line
 from orchestrator.collect.standings import words
-from orchestrator.events import JournalRepaired, RunResumed
+from orchestrator.events import JournalRepaired, RunContinued, RunResumed
 from tests.conftest import REPO
 
 from .harness import check_recordings, journal, run_collect, two_go19_players
@@ -119,7 +119,10 @@ async def test_resume_repairs_and_reports_what_it_found(tmp_path: Path) -> None:
 
     resumed = await run_collect(matchup, rec, games=6, resume=True)
     assert resumed.run_dir == run_dir
-    said = [words(e) for _, e in resumed.log if isinstance(e, JournalRepaired)]
+    said = [words(e) for _, e in resumed.log if isinstance(e, JournalRepaired | RunContinued)]
+    (chosen,) = [line for line in said if line.startswith("resume: continuing ")]
+    assert chosen.startswith(f"resume: continuing {run_dir} (")
+    said.remove(chosen)
     assert sorted(said) == sorted([
         f"resume: journal line rebuilt from {by_slot[2]['sgf']}",
         f"resume: journal line dropped, no SGF: game {by_slot[1]['game']} ({by_slot[1]['sgf']})",

@@ -312,3 +312,51 @@ async def test_connections_beyond_the_limit_are_closed_at_once(tmp_path) -> None
         for stream in streams:
             await stream.aclose()
         await still_serving(served)
+
+
+# -- clients that never read (issue 21, item 3) ----------------------------------------
+
+SLOW_READERS = 8
+
+
+async def slow_reader(port: int) -> None:
+    """Send PINGs and never read a PONG: the socket's small receive buffer fills, then the
+    server's send buffer, then the server's send blocks. Returns once the server drops it."""
+    sock = trio.socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    await sock.connect((LOCALHOST, port))
+    stream = trio.SocketStream(sock)
+    try:
+        while True:
+            await stream.send_all(b"PING" * 4096)
+    except trio.BrokenResourceError:
+        pass  # dropped: reset, since what it sent was never read
+    finally:
+        await stream.aclose()
+
+
+@pytest.fixture
+def few_slots(tmp_path) -> Iterator[Served]:
+    yield from serve(tmp_path, "--max-connections", str(SLOW_READERS), "--frame-timeout",
+                     str(FRAME_TIMEOUT), "--idle-timeout", "60")
+
+
+async def test_clients_that_never_read_are_dropped_and_ping_is_served(few_slots) -> None:
+    """They were held past every timeout, forever (the send of a reply had no deadline),
+    and with them every connection slot: `go19 ping` was refused meanwhile."""
+    served = few_slots
+    fds_before = served.open_fds()
+    with trio.fail_after(60):  # bounds the test only; each is dropped 1 s after blocking
+        async with trio.open_nursery() as nursery:
+            for _ in range(SLOW_READERS):
+                nursery.start_soon(slow_reader, served.port)
+    log = served.stderr.read_text()
+    assert log.count(f"reply not taken within {FRAME_TIMEOUT:g} s, closing") == SLOW_READERS
+    with trio.fail_after(30):
+        while served.open_fds() > fds_before:
+            await trio.sleep(0.05)
+    ping = subprocess.run([sys.executable, "-m", "orchestrator.cli", "ping",
+                           f"{LOCALHOST}:{served.port}"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert ping.returncode == 0 and ping.stdout.startswith("● OK"), ping.stdout
+    await still_serving(served)

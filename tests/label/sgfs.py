@@ -33,7 +33,7 @@ NOT_FOR_THE_DATASET = {
     "garbage.sgf": ("this is not an SGF file", "unparseable"),
 }
 VOID = f"(;{HEADER}KM[7.5]GOXIXVOID[1];B[dd];W[pp])"
-# Legal for go19, yet KataGo takes only integer or half-integer komi.
+# KataGo takes only integer or half-integer komi; go19 rejects the game (bad-komi).
 ODD_KOMI = f"(;{HEADER}KM[0.3];B[dd];W[pp])"
 
 

@@ -72,18 +72,16 @@ def test_every_game_is_labelled_or_accounted_for(labelled):
     assert entries["a-capture.sgf"]["status"] == "ok"
     assert entries["a-capture.sgf"]["positions"] == 1
     assert entries["b-midgame-setup.sgf"]["positions"] == 5
-    odd = entries["c-odd-komi.sgf"]
-    assert (odd["status"], odd["reason"]) == ("error", "katago")
-    assert "half-integer" in odd["detail"]
+    odd = entries["c-odd-komi.sgf"]  # refused before KataGo sees it (it refused it too)
+    assert (odd["status"], odd["reason"]) == ("rejected", "bad-komi")
+    assert odd["detail"] == "komi 0.3 is not a multiple of 0.5"
     assert entries["d-void.sgf"]["status"] == "void"
     for name, (_, reason) in NOT_FOR_THE_DATASET.items():
         assert (entries[name]["status"], entries[name]["reason"]) == ("rejected", reason)
-    # One line about the game KataGo refused, no traceback, and the run went on.
+    # No traceback, and nothing KataGo had to refuse.
     stderr = labelled.result.stderr
     assert "Traceback" not in stderr
-    assert [line for line in stderr.splitlines() if "c-odd-komi" in line] == [
-        line for line in stderr.splitlines() if line.startswith("error:")]
-    assert len([line for line in stderr.splitlines() if line.startswith("error:")]) == 1
+    assert not [line for line in stderr.splitlines() if line.startswith("error:")]
     real = REAL_GAME.is_file()
     assert labelled.manifest["counts"]["positions"] == 6 + (MAX_MOVES if real else 0)
     assert labelled.manifest["engine"]["version"] == "1.18.1"
@@ -153,7 +151,7 @@ def test_resume_asks_only_for_what_is_missing(labelled, tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     labelled_games = sum(e["status"] == "ok" for e in labelled.manifest["games"])
     assert f"already labelled {labelled_games};" in resumed.stdout
-    assert "0/1 games labelled (0 positions)" in resumed.stdout  # the odd komi, again
+    assert "0/0 games labelled (0 positions)" in resumed.stdout  # nothing was left to ask
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["shards"] == labelled.manifest["shards"]
     assert len(manifest["runs"]) == 2
@@ -179,7 +177,8 @@ def test_dataset_with_katago_targets(labelled, tmp_path):
     assert len(data["move"]) == positions  # unlabelled positions dropped
     joined = manifest["labels"]
     assert (joined["labelled"], joined["missing_dropped"]) == (positions, joined["missing"])
-    assert joined["missing"] == 2 + (146 - MAX_MOVES if REAL_GAME.is_file() else 0)
+    # (The odd-komi game's positions were missing too: it is rejected now, no sample.)
+    assert joined["missing"] == (146 - MAX_MOVES if REAL_GAME.is_file() else 0)
     assert (data["move"] == data["katago_move"]).all()
     assert (data["move"] != data["played_move"]).any()
     capture = data["move_number"] == 1

@@ -215,11 +215,12 @@ async def test_answers_land_in_their_rows_and_earlier_games_go_first(tmp_path, m
     result = await LabelRun(writer, _fake(tmp_path, monkeypatch), RunOptions(max_in_flight=3),
                             reporter).run(games)
     writer.flush()
-    assert (result.labelled, result.positions, reporter.done) == (3, 8, 8)
+    assert (result.labelled, result.positions, reporter.done) == (2, 6, 6)
     queries = [json.loads(line) for line in (tmp_path / "queries.jsonl").read_text().splitlines()]
-    # capture (33 setup stones, 1 turn), midgame (2 queries), odd komi: game n has -n.
+    # capture (33 setup stones, 1 turn), midgame (2 queries): game n has -n (the odd komi
+    # is rejected before any query).
     sent = [(q["priority"], tuple(q["turns"]), q["stones"]) for q in queries]
-    assert sorted(sent) == [(-2, (0, 1), 0), (-1, (0, 1), 5), (-1, (0, 1, 2), 0), (0, (0,), 33)]
+    assert sorted(sent) == [(-1, (0, 1), 5), (-1, (0, 1, 2), 0), (0, (0,), 33)]
     assert sent.index((-1, (0, 1), 5)) > sent.index((-1, (0, 1, 2), 0))
     labels = LabelSet(tmp_path / "labels")
     midgame = next(g for g in games if g.path.endswith("b-midgame-setup.sgf"))
@@ -247,9 +248,13 @@ async def test_an_engine_that_keeps_dying_stops_the_run_with_a_reason(tmp_path, 
 
 def test_games_keep_the_build_order_and_limits(tmp_path):
     write_games(tmp_path / "games")
+    games, _ = select_games([tmp_path / "games"], max_games=1, max_moves=2)
+    assert [g.path.rsplit("/", 1)[1] for g in games] == ["a-capture.sgf"]  # not the second
     games, _ = select_games([tmp_path / "games"], max_games=2, max_moves=2)
     names = [g.path.rsplit("/", 1)[1] for g in games]
-    # Two games to label, and the rejected file between them and the third.
-    assert names == ["a-capture.sgf", "b-midgame-setup.sgf", "bad-setup.sgf"]
-    assert [g.positions for g in games] == [1, 2, 0]
+    # Two games to label, and the files after them: none of those is a game to label (the
+    # odd komi is rejected), so nothing stops the listing before the end.
+    assert names == ["a-capture.sgf", "b-midgame-setup.sgf", "bad-setup.sgf", "c-odd-komi.sgf",
+                     "d-void.sgf", "garbage.sgf", "illegal.sgf", "nine.sgf"]
+    assert [g.positions for g in games] == [1, 2, 0, 0, 0, 0, 0, 0]
     assert [len(s.moves) for s in games[1].segments] == [1]  # rows 0-1: one move between

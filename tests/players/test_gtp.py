@@ -18,10 +18,11 @@ from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.rules import Game
 from tests.conftest import GNUGO, requires_gnugo
 
-# A GTP engine in a few lines: logs its pid and every command to stderr, answers
-# `genmove` with a pass and everything else with an empty success. Modes:
-# "record" (quits on `quit`), "stubborn" (ignores `quit`), "garbage" (answers
-# every command with a vertex off any board), "chatter" (answers with no GTP at all).
+# A GTP engine in a few lines: logs its pid and every command (without its id) to
+# stderr, answers `genmove` with a pass and everything else with an empty success,
+# echoing the command's id. Modes: "record" (quits on `quit`), "stubborn" (ignores
+# `quit`), "garbage" (answers every command with a vertex off any board), "chatter"
+# (answers with no GTP at all), "anonymous" (replies without the command's id).
 FAKE_ENGINE = r"""
 import os, sys
 mode = sys.argv[1]
@@ -31,17 +32,21 @@ while True:
     line = sys.stdin.readline()
     if not line:
         break
-    command = line.strip()
+    ident, _, command = line.strip().partition(" ")
+    if not ident.isdigit():
+        ident, command = "", line.strip()
     sys.stderr.write(command + "\n")
     sys.stderr.flush()
+    if mode == "anonymous":
+        ident = ""
     if mode == "garbage":
-        reply = "= ZZ99"
+        reply = f"={ident} ZZ99"
     elif mode == "chatter":
         reply = "hello, I am not an engine"
     elif command.startswith("genmove"):
-        reply = "= pass"
+        reply = f"={ident} pass"
     else:
-        reply = "="
+        reply = f"={ident}"
     sys.stdout.write(reply + "\n\n")
     sys.stdout.flush()
     if command == "quit" and mode != "stubborn":
@@ -176,6 +181,45 @@ async def test_a_vertex_off_the_board_is_a_protocol_violation() -> None:
             await engine.genmove(Game(9))
     finally:
         await engine.aclose()
+
+
+def pids_in(log: Path) -> list[int]:
+    return [int(line.split()[1]) for line in log.read_text().splitlines()
+            if line.startswith("pid ")]
+
+
+async def test_after_an_answer_that_is_not_a_move_the_engine_is_started_afresh(
+    tmp_path: Path,
+) -> None:
+    """Its board, and what it may still send, are unknown: the old process must go (it
+    was kept, and with it a stray reply that every later command read one behind)."""
+    log = tmp_path / "engine.log"
+    engine = fake_engine("garbage", log)
+    try:
+        for _ in range(2):
+            with pytest.raises(ProtocolViolation, match="'ZZ99' to 'genmove black'"):
+                await engine.genmove(Game(9))
+    finally:
+        await engine.aclose()
+    first, second = pids_in(log)
+    assert first != second
+    with pytest.raises(ProcessLookupError):
+        os.kill(first, 0)
+
+
+async def test_a_reply_without_the_command_id_is_never_taken_as_its_answer(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "engine.log"
+    engine = fake_engine("anonymous", log)
+    try:
+        with pytest.raises(ProtocolViolation, match="to 1 'boardsize 9': a reply without an id"):
+            await engine.genmove(Game(9))
+        with pytest.raises(ProtocolViolation):
+            await engine.genmove(Game(9))
+    finally:
+        await engine.aclose()
+    assert len(set(pids_in(log))) == 2  # out of step: a fresh engine for the next request
 
 
 async def test_a_reply_that_is_not_gtp_is_a_protocol_violation() -> None:

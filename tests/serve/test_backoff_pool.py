@@ -311,3 +311,31 @@ def test_replica_percentiles_are_nearest_rank() -> None:
     assert (stats.percentile_ms(50), stats.percentile_ms(95), stats.percentile_ms(100)) == (
         10.0, 19.0, 20.0)
     assert replace(stats, latency_ms=()).percentile_ms(50) is None
+
+
+async def test_a_dropped_request_is_not_counted_as_a_timeout(nursery, loopback_clock) -> None:
+    """The second Ctrl-C cancels the requests in flight: the dashboard showed them as
+    timeouts (t/o 4 per replica). A request cut off by its deadline is one; a request
+    cancelled for any other reason before its deadline is not."""
+    engine = GateEngine()
+    port = await start_server(nursery, engine, slots=4)
+    async with Go19Endpoint([(LOCALHOST, port)], slots_per_replica=4) as endpoint:
+        with trio.move_on_after(5) as deadline:
+            await endpoint.request(request())
+        assert deadline.cancelled_caught and trio.current_time() == 5
+        (stats,) = endpoint.replica_stats()
+        assert stats.timeouts == 1
+
+        async def dropped(task_status=trio.TASK_STATUS_IGNORED) -> None:
+            with trio.move_on_after(30):  # a deadline it never reaches
+                task_status.started()
+                await endpoint.request(request())
+
+        async with trio.open_nursery() as games:
+            for _ in range(3):
+                await games.start(dropped)
+            while engine.running < 3:
+                await trio.sleep(0.01)
+            games.cancel_scope.cancel()  # as collect drops the games in flight
+        (stats,) = endpoint.replica_stats()
+        assert (stats.timeouts, stats.errors, stats.requests) == (1, 0, 4)

@@ -84,7 +84,8 @@ async def test_ping_rejects_a_bad_address_in_one_line() -> None:
     result = await ping("localhost")
     assert result.returncode == 2
     assert result.stderr.decode() == (
-        "ping: bad endpoint 'localhost': expected HOST:PORT with a port in 1..65535\n"
+        "ping: bad endpoint 'localhost': expected HOST:PORT with a port in 1..65535 "
+        "([V6]:PORT for IPv6)\n"
     )
 
 

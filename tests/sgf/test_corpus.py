@@ -180,7 +180,8 @@ def test_xmgt97_ff1_names(corpus) -> None:
 @pytest.mark.parametrize(
     ("name", "komi"),
     [
-        ("odd/S 1-1 ELFOpenGo vs Golaxy.SGF", 3.75),  # KM[375]
+        ("odd/S 1-1 ELFOpenGo vs Golaxy.SGF", 7.5),  # KM[375]: 3.75 stones, Chinese rules
+        ("odd/fox_go_server_komi.sgf", 7.5),  # KM[375]
         ("odd/2018.01.27 舞者 VS 绝艺指导B (010001281).SGF", 6.5),  # KM[650]
         ("odd/non_fox_game.sgf", 11.0),  # KM[11]: OGS integer komi, not x100
         ("odd/3-6 DeepZenGo VS Leela.sgf", 7.5),  # KM[7.5] with HA[7.5]

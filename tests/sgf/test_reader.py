@@ -94,10 +94,15 @@ def test_ff3_long_property_names_lose_their_lower_case() -> None:
 
 @pytest.mark.parametrize(
     ("km", "komi"),
-    [(b"750", 7.5), (b"375", 3.75), (b"6,5", 6.5), (b"650", 6.5), (b"-750", -7.5), (b"7.5", 7.5),
-     (b"99.5", 99.5), (b"11", 11.0), (b"0", 0.0), (b"", 0.0), (b"seven", 0.0)],
+    [(b"750", 7.5), (b"375", 7.5), (b"325", 6.5), (b"-375", -7.5), (b"6,5", 6.5), (b"650", 6.5),
+     (b"-750", -7.5), (b"7.5", 7.5), (b"99.5", 99.5), (b"11", 11.0), (b"0", 0.0), (b"", 0.0),
+     (b"seven", 0.0), (b"0.3", 0.3), (b"3.75", 3.75), (b"333", 3.33)],
 )
 def test_komi_fox_times_100(km: bytes, komi: float) -> None:
+    """Fox's x100 komi is points (650), or Chinese stones that count twice: KM[375] is
+    3.75 stones, 7.5 points (it was read as 3.75: "komi 3.75" in exported prompts, and
+    KataGo refused those games). A komi that is still no multiple of 0.5 is read as it
+    is; the replay refuses it (test_replay)."""
     assert one(b"(;SZ[19]KM[" + km + b"])").komi == komi
 
 

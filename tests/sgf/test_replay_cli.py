@@ -109,3 +109,41 @@ def test_missing_path_exits_2_with_one_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.strip().count("\n") == 0 and "nowhere" in result.stderr
+
+
+def test_a_komi_that_is_no_multiple_of_a_half_is_rejected(tmp_path: Path) -> None:
+    """No Go rules score with it and KataGo refuses it: it must reach neither a label nor
+    a prompt. Fox's x100 komi reads as the points it means (KM[375]: 7.5)."""
+    (tmp_path / "odd.sgf").write_bytes(b"(;SZ[9]KM[0.3];B[ee])")
+    (tmp_path / "fox.sgf").write_bytes(b"(;SZ[9]KM[375]RU[Chinese];B[ee];W[];B[])")
+    result = go19("replay", str(tmp_path))
+    assert result.stdout.splitlines() == [
+        f"{tmp_path}/fox.sgf: ok, 3 moves, two passes, Tromp-Taylor B+73.5",
+        f"{tmp_path}/odd.sgf: rejected (bad-komi): komi 0.3 is not a multiple of 0.5",
+        "2 files: 1 game ok, 1 rejected (bad-komi 1)",
+    ]
+
+
+def test_random_bytes_are_no_game(tmp_path: Path) -> None:
+    """200 KB of random bytes hold "(;" often enough: they were three "ok, 0 moves" games.
+    A tree without a move, a setup stone or an SGF root property is no game."""
+    import random
+
+    path = tmp_path / "noise.sgf"
+    path.write_bytes(random.Random(1).randbytes(200_000))
+    result = go19("replay", str(path))
+    assert result.stdout.splitlines() == [
+        f"{path}: rejected (unparseable): no game: 3 game trees without a move, a setup "
+        "stone or an SGF root property",
+        "1 file: 0 games ok, 1 rejected (unparseable 1)",
+    ]
+
+
+def test_one_of_something_is_singular(tmp_path: Path) -> None:
+    (tmp_path / "one.sgf").write_bytes(b"(;SZ[19];B[pd])")
+    result = go19("replay", str(tmp_path))
+    assert result.stdout.splitlines() == [f"{tmp_path}/one.sgf: ok, 1 move",
+                                          "1 file: 1 game ok, 0 rejected"]
+    build = go19("dataset", "build", str(tmp_path / "one.sgf"), "--out", str(tmp_path / "ds"))
+    # (it was "1 samples in 1 shards from 1 games (1 files")
+    assert build.stdout.startswith(f"{tmp_path / 'ds'}: 1 sample in 1 shard from 1 game (1 file, ")
