@@ -1,0 +1,101 @@
+"""The batch queue: requests from every port wait here, and one task takes them in batches
+to the model, which runs in a worker thread (``trio.to_thread``) so that the trio loop
+keeps accepting connections, answering PINGs and reading frames meanwhile.
+
+A batch starts when ``max_batch`` requests wait, or when the oldest has waited
+``max_wait_s`` (counted from its arrival, so requests that queued while the model was busy
+go at once). A request whose caller is cancelled (its client disconnected) leaves the
+queue; if its batch is already running its answer is thrown away. Answers are handed back
+to each caller, who sends its own reply: a batch never waits for a slow client.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from orchestrator.vlm.jobs import BatchTimes, Completion, Job, RequestError
+from orchestrator.vlm.stats import ServeStats
+
+RunBatch = Callable[[list[Job]], tuple[list[Completion | RequestError], BatchTimes]]
+
+
+@dataclass(eq=False)
+class _Pending:
+    job: Job
+    done: trio.Event = field(default_factory=trio.Event)
+    result: Completion | RequestError | None = None
+
+
+class Batcher:
+    def __init__(self, run_batch: RunBatch, max_batch: int, max_wait_s: float,
+                 stats: ServeStats) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, not {max_batch}")
+        self._run_batch = run_batch
+        self.max_batch = max_batch
+        self.max_wait_s = max_wait_s
+        self.stats = stats
+        self._queue: deque[_Pending] = deque()
+        self._changed = trio.Event()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._queue)
+
+    async def submit(self, job: Job) -> Completion:
+        """The model's answer to ``job``; its RequestError is raised as itself."""
+        pending = _Pending(job)
+        job.queued_at = trio.current_time()
+        self._queue.append(pending)
+        self._changed.set()
+        try:
+            await pending.done.wait()
+        except BaseException:
+            if pending in self._queue:
+                self._queue.remove(pending)
+                self._changed.set()
+                self.stats.dropped += 1
+            raise
+        result = pending.result
+        if isinstance(result, RequestError):
+            raise result
+        assert result is not None
+        return result
+
+    async def run(self) -> None:
+        """Take batches to the model until cancelled."""
+        while True:
+            batch = await self._next_batch()
+            started = trio.current_time()
+            jobs = [pending.job for pending in batch]
+            for job in jobs:
+                job.started_at = started
+                job.batch_size = len(jobs)
+            try:
+                results, times = await trio.to_thread.run_sync(self._run_batch, jobs)
+            except Exception as exc:  # the model failed on this batch: each request's answer
+                results = [RequestError(f"the model failed: {exc!r}")] * len(jobs)
+                times = BatchTimes()
+            finished = trio.current_time()
+            for pending, result in zip(batch, results, strict=True):
+                pending.job.generate_s = times.generate_s
+                pending.result = result
+                pending.done.set()
+            self.stats.batch(jobs, results, times, finished)
+
+    async def _next_batch(self) -> list[_Pending]:
+        queue = self._queue
+        while True:
+            if queue and (len(queue) >= self.max_batch
+                          or trio.current_time() >= queue[0].job.queued_at + self.max_wait_s):
+                return [queue.popleft() for _ in range(min(len(queue), self.max_batch))]
+            self._changed = trio.Event()
+            if queue:
+                with trio.move_on_at(queue[0].job.queued_at + self.max_wait_s):
+                    await self._changed.wait()
+            else:
+                await self._changed.wait()

@@ -1,0 +1,202 @@
+"""One batch of requests through the processor and ``generate``: synchronous, run by the
+batcher in its one worker thread, so nothing here may touch trio.
+
+Adapters in a batch: rows of *mixable* adapters (and of ``base``) share one ``generate``
+call, each row with its own adapter: every LoRA layer of the language model gets the
+batch's per-row adapter names, as peft's ``adapter_names=`` does, while LoRA layers
+outside it (the vision tower of another adapter), whose rows are image patches rather
+than requests, get ``__base__`` for every patch. peft's own ``adapter_names=`` passes the
+per-request list to those layers too and fails on the count (patches, not requests), which
+is why the hooks are set here. An adapter that is not mixable (see :mod:`.loading`) runs
+in calls of its own with ``set_adapter``; ``mixing=False`` splits every adapter that way.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import GenerationConfig, LogitsProcessorList
+
+from orchestrator.vlm.decoding import ChoiceTrie, RowControls
+from orchestrator.vlm.jobs import BASE, BatchTimes, Completion, Job, RequestError
+from orchestrator.vlm.loading import Loaded
+
+MAX_PICTURE_PIXELS = 4096 * 4096  # a larger picture is refused before it is decoded
+_CHOICE_CACHE = 65536  # token ids of this many choice strings are kept
+
+
+class BatchRunner:
+    def __init__(self, loaded: Loaded, mixing: bool = True, seed: int | None = None) -> None:
+        self.loaded = loaded
+        self.mixing = mixing
+        self._seeds = random.Random(seed)  # seeds of sampled requests that bring none
+        self._active: str | None = None
+        self._choice_ids: dict[str, list[int]] = {}
+        self._tokenizer = loaded.processor.tokenizer
+
+    def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
+        """Every job's completion, or the RequestError that is its answer instead."""
+        times = BatchTimes()
+        started = time.perf_counter()
+        results: list[Completion | RequestError | None] = [None] * len(jobs)
+        ready: dict[int, tuple[str, Image.Image | None]] = {}
+        for i, job in enumerate(jobs):
+            try:
+                ready[i] = self._chat_text(job), _picture(job.image)
+            except RequestError as exc:
+                results[i] = exc
+        times.prepare_s += time.perf_counter() - started
+        for rows in self._calls([(i, jobs[i].adapter) for i in ready]):
+            outcomes = self._generate([jobs[i] for i in rows], [ready[i] for i in rows], times)
+            for i, outcome in zip(rows, outcomes, strict=True):
+                results[i] = outcome
+        assert all(result is not None for result in results)
+        return results, times  # type: ignore[return-value]
+
+    def _calls(self, rows: list[tuple[int, str]]) -> list[list[int]]:
+        """The batch's rows, grouped into generate calls."""
+        shared: list[int] = []
+        alone: dict[str, list[int]] = {}
+        for i, adapter in rows:
+            info = self.loaded.adapters.get(adapter)
+            if self.mixing and (adapter == BASE or (info is not None and info.mixable)):
+                shared.append(i)
+            else:
+                alone.setdefault(adapter, []).append(i)
+        return [group for group in (shared, *alone.values()) if group]
+
+    def _chat_text(self, job: Job) -> str:
+        if job.adapter not in self.loaded.names:
+            raise RequestError(f"no adapter named {job.adapter!r}")
+        try:
+            return self.loaded.processor.apply_chat_template(
+                job.messages, add_generation_prompt=True, tokenize=False)
+        except Exception as exc:  # jinja errors, content the template does not know
+            raise RequestError(f"the chat template cannot render these messages: {exc}"
+                               ) from None
+
+    def _generate(self, jobs: list[Job], ready: list[tuple[str, Image.Image | None]],
+                  times: BatchTimes) -> list[Completion | RequestError]:
+        started = time.perf_counter()
+        loaded = self.loaded
+        pictures = [picture for _, picture in ready if picture is not None]
+        inputs = loaded.processor(text=[text for text, _ in ready], images=pictures or None,
+                                  padding=True, return_tensors="pt").to(loaded.device)
+        prompt_len = inputs["input_ids"].shape[1]
+        controls = RowControls(prompt_len, loaded.eos_ids)
+        failed: dict[int, RequestError] = {}
+        for row, job in enumerate(jobs):
+            try:
+                trie = self._trie(job.sampling.choices)
+            except ValueError as exc:
+                failed[row] = RequestError(str(exc))
+                trie = None
+            seed = job.sampling.seed
+            if seed is None and job.sampling.temperature > 0:
+                seed = self._seeds.getrandbits(63)
+            controls.add(job.sampling, trie, seed, loaded.device)
+        config = GenerationConfig(
+            max_new_tokens=max(job.sampling.max_tokens for job in jobs), do_sample=False,
+            num_beams=1, eos_token_id=list(loaded.eos_ids), pad_token_id=loaded.pad_id,
+            repetition_penalty=1.0,
+        )
+        times.prepare_s += time.perf_counter() - started
+        started = time.perf_counter()
+        with torch.inference_mode(), self._adapters([job.adapter for job in jobs]):
+            output = loaded.model.generate(**inputs, generation_config=config,
+                                           logits_processor=LogitsProcessorList([controls]))
+        times.generate_s += time.perf_counter() - started
+        times.calls += 1
+        times.rows.append(len(jobs))
+        started = time.perf_counter()
+        answers: list[Completion | RequestError] = []
+        for row in range(len(jobs)):
+            if row in failed:
+                answers.append(failed[row])
+                continue
+            answers.append(self._completion(output[row, prompt_len:].tolist(),
+                                            int(inputs["attention_mask"][row].sum()),
+                                            controls.cut_at_limit(row)))
+        times.finish_s += time.perf_counter() - started
+        return answers
+
+    def _completion(self, generated: list[int], prompt_tokens: int, cut: bool) -> Completion:
+        eos = self.loaded.eos_ids
+        stop = next((k for k, token in enumerate(generated) if token in eos), None)
+        answer = generated if stop is None else generated[:stop]
+        ended = stop is not None and not cut
+        text = self._tokenizer.decode(answer, skip_special_tokens=True)
+        return Completion(text, prompt_tokens, len(answer) + ended,
+                          "stop" if ended else "length")
+
+    def _trie(self, choices: tuple[str, ...] | None) -> ChoiceTrie | None:
+        if choices is None:
+            return None
+        missing = [c for c in dict.fromkeys(choices) if c not in self._choice_ids]
+        if missing:
+            if len(self._choice_ids) + len(missing) > _CHOICE_CACHE:
+                self._choice_ids.clear()
+            encoded = self._tokenizer(missing, add_special_tokens=False)["input_ids"]
+            self._choice_ids.update(zip(missing, encoded, strict=True))
+        return ChoiceTrie(self._choice_ids[c] for c in choices)
+
+    def _adapters(self, names: list[str]) -> Any:
+        """The context a generate call over rows of adapters ``names`` runs in."""
+        model = self.loaded.model
+        if not self.loaded.adapters:
+            return nullcontext()
+        if len(set(names)) == 1:
+            (name,) = set(names)
+            if name == BASE:
+                return model.disable_adapter()
+            if self._active != name:
+                model.set_adapter(name, inference_mode=True)
+                self._active = name
+            return nullcontext()
+        return _row_adapters(self.loaded, names)
+
+
+@contextmanager
+def _row_adapters(loaded: Loaded, names: list[str]) -> Iterator[None]:
+    per_row = [name if name != BASE else "__base__" for name in names]
+    handles = []
+
+    def language(_module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        kwargs["adapter_names"] = per_row
+        return args, kwargs
+
+    def elsewhere(_module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        kwargs["adapter_names"] = ["__base__"] * args[0].shape[0]
+        return args, kwargs
+
+    try:
+        for layer, in_language in loaded.lora_layers:
+            handles.append(layer.register_forward_pre_hook(
+                language if in_language else elsewhere, with_kwargs=True))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _picture(data: bytes | None) -> Image.Image | None:
+    if data is None:
+        return None
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        if width * height > MAX_PICTURE_PIXELS:
+            raise RequestError(f"the picture is {width}x{height} pixels, over the "
+                               f"{MAX_PICTURE_PIXELS} pixels served")
+        return image.convert("RGB")
+    except RequestError:
+        raise
+    except Exception as exc:  # Pillow's many ways of saying "not a picture"
+        raise RequestError(f"the picture cannot be decoded: {exc}") from None
