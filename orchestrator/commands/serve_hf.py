@@ -196,25 +196,24 @@ def run(args: argparse.Namespace) -> int:
     except LoadError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
-    runner = BatchRunner(loaded, mixing=args.batch_adapters == "mixed", seed=args.seed)
+    mixing = args.batch_adapters == "mixed"
     options = ServeOptions(
-        model=args.model, adapters=args.adapters,
-        listens=[Listen(*listen) for listen in args.listens], openai=args.openai_bind,
-        max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
-        mixing=args.batch_adapters == "mixed", max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature, seed=args.seed, template=template, answer=args.answer,
+        listens=[Listen(*listen) for listen in args.listens], template=template,
+        openai=args.openai_bind, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, answer=args.answer,
         komi=args.komi, constrain=args.constrain == "legal", log_requests=args.log_requests,
         summary_s=args.summary_s, idle_timeout=args.idle_timeout,
         frame_timeout=args.frame_timeout, max_connections=args.max_connections,
         partial_budget=int(args.partial_budget_mib * (1 << 20)),
         connection_log=(lambda _: None) if args.quiet else _stderr,
     )
+    runner = BatchRunner(loaded, mixing=mixing, seed=args.seed)
     models = [ServedModel(BASE, str(args.model), None)] + [
         ServedModel(name, str(info.path), BASE) for name, info in loaded.adapters.items()]
     inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
     parameters = sum(p.numel() for p in inner.parameters())
     model_line = f"{args.model} ({type(inner).__name__}, {parameters / 1e6:.2f} M parameters)"
-    described = [(name, _describe(info, options.mixing)) for name, info in loaded.adapters.items()]
+    described = [(name, _describe(info, mixing)) for name, info in loaded.adapters.items()]
     if any(adapter == BASE for adapter, _, _ in args.listens):
         described.insert(0, (BASE, "the model without adapter"))
     failed: list[str] = []

@@ -98,8 +98,11 @@ def resolve_dtype(spec: str, device: torch.device) -> torch.dtype:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
+    """The line of a library's message that says what is wrong (torch's state-dict errors
+    open with a heading line, then one line per mismatch)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    telling = [line for line in lines if line.startswith("size mismatch")]
+    return ((telling or lines or [type(exc).__name__])[0])[:300]
 
 
 def load(model_dir: Path, adapters: dict[str, Path], device_spec: str = "auto",
@@ -132,6 +135,7 @@ def load(model_dir: Path, adapters: dict[str, Path], device_spec: str = "auto",
         # The libraries' deprecation notes are for their callers' authors, not for the user.
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message="Setting `save_embedding_layers`")
         for name, path in adapters.items():
             model = _add_adapter(model, model_dir, name, path, configs[name])
     model.eval()
@@ -165,8 +169,9 @@ def _add_adapter(model: Any, model_dir: Path, name: str, path: Path, config: Any
     except Exception as exc:  # size mismatch, target modules not found, unreadable weights
         raise LoadError(f"{unfit}: {_first_line(exc)}") from None
     in_file = _tensors_in_file(path)
-    in_model = len(get_peft_model_state_dict(model, adapter_name=name,
-                                             save_embedding_layers=False))
+    # Counted as peft saves it by default: with the embedding layers (lm_head's base weight
+    # too) when the adapter targets one.
+    in_model = len(get_peft_model_state_dict(model, adapter_name=name))
     if in_file is not None and in_file > in_model:
         raise LoadError(f"{unfit}: {in_file - in_model} of its {in_file} tensors match no "
                         "module of this model")

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 import trio
 
@@ -31,18 +30,17 @@ class Listen:
 
 @dataclass
 class ServeOptions:
-    model: Path
-    adapters: dict[str, Path]
+    """The ports and what they ask (the model and how it batches rows are the
+    ``run_batch`` given to :func:`serve_vlm`)."""
+
     listens: list[Listen]
+    template: str  # the prompt template's text (orchestrator.prompt.read_template)
     openai: tuple[str, int] | None = None
     max_batch: int = 32
     max_wait_ms: float = 5.0
-    mixing: bool = True
     max_new_tokens: int = 8
     temperature: float = 0.0
     top_p: float = 1.0
-    seed: int | None = None
-    template: str = ""
     answer: str = "gtp"
     komi: float = 7.5
     constrain: bool = False

@@ -1,0 +1,43 @@
+"""tests/vlm: the `vlm` extra (torch, torchvision, transformers, peft) and the real SGF
+corpus are needed; without them every test here skips with one reason."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests.conftest import REAL_SGF
+
+MISSING = [name for name in ("torch", "torchvision", "transformers", "peft", "tokenizers")
+           if importlib.util.find_spec(name) is None]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = None
+    if MISSING:
+        reason = (f"the vlm extra is not installed ({', '.join(MISSING)} missing): "
+                  "pip install torch==2.14.1 torchvision==0.29.1 && pip install -e '.[vlm]'")
+    elif not REAL_SGF.is_dir():
+        reason = f"real SGF corpus not found at {REAL_SGF}: the adapters train on its export"
+    if reason:
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if "tests/vlm/" in str(item.fspath):
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    from tests.vlm.tiny import tiny_model
+
+    return tiny_model()
+
+
+@pytest.fixture(scope="session")
+def loaded(tiny):
+    """The tiny model with adapters a, b (language model) and v (vision tower too), in
+    this process."""
+    from orchestrator.vlm.loading import load
+
+    return load(tiny.model, {name: tiny.adapter(name) for name in ("a", "b", "v")}, "cpu")
