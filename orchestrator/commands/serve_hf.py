@@ -5,6 +5,7 @@ every other command)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import signal
 import sys
@@ -112,6 +113,8 @@ def _check(args: argparse.Namespace) -> None:
                          "not --port")
     if args.model is None:
         raise ValueError("--engine hf needs --model DIR")
+    if not args.model.is_dir():
+        raise ValueError(f"--model {args.model}: no such folder")
     adapters: dict[str, Path] = {}
     for text in args.adapter:
         name, folder = _named(text, "--adapter")
@@ -119,6 +122,8 @@ def _check(args: argparse.Namespace) -> None:
             raise ValueError(f"--adapter {text!r}: '{BASE}' is the model without adapter")
         if name in adapters:
             raise ValueError(f"--adapter {name} is given twice")
+        if not Path(folder).is_dir():
+            raise ValueError(f"--adapter {text}: no such folder")
         adapters[name] = Path(folder)
     args.adapters = adapters
     args.listens = []
@@ -153,18 +158,20 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _extra_problem() -> str | None:
-    """Why the vlm extra cannot be used here, or None."""
-    try:
-        import peft  # noqa: F401
-        import torch
-        import transformers  # noqa: F401
-    except ImportError as exc:
-        return f"{EXTRA_LINE}; {exc.name or exc} is missing"
+    """Why the vlm extra cannot be used here, or None. torch is looked for first: the
+    libraries after it print warnings of their own when it is missing."""
+    for name in ("torch", "transformers", "peft"):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return f"{EXTRA_LINE}; {exc.name or name} is missing"
     try:
         import torchvision  # noqa: F401  (Qwen-VL processors need its video processor)
     except ImportError:
         return f"{EXTRA_LINE}; torchvision is missing"
     except Exception as exc:  # a torchvision built for another torch fails at import
+        import torch
+
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return (f"torchvision does not import beside torch {torch.__version__}: {first}; "
                 "install the pair together (docs/vlm.md)")

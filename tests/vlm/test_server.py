@@ -181,3 +181,42 @@ async def test_a_request_without_a_picture_is_refused_in_one_frame(loaded) -> No
                                                          empty_board().tobytes()))
     assert isinstance(reply, wire.ErrorReply)
     assert "no picture" in reply.message
+
+
+async def test_the_model_is_asked_what_the_export_wrote_for_the_position(loaded, tiny) -> None:
+    """Train/serve consistency: for the exported samples of the real game (up to its first
+    capture, where stones + 1 is the move number), the job the GO19 port hands the model
+    carries the request's PNG bytes as they came and the export's prompt, byte for byte."""
+    import json
+
+    from orchestrator.dataset import load
+
+    export = tiny.root / "export"
+    boards = load(export / "dataset")["board"]
+    records = [json.loads(line) for line in
+               (export / "jsonl" / "data" / "train-00000.jsonl").read_text().splitlines()]
+    asked = []
+    runner = BatchRunner(loaded)
+
+    def recording(jobs):
+        asked.extend(jobs)
+        return runner.run(jobs)
+
+    checked = 0
+    async with server(loaded, run_batch=recording, komi=6.5, max_wait_ms=0) as bound:
+        port = bound.go19[0][2]
+        for record, board in zip(records, boards, strict=True):
+            if np.count_nonzero(board) + 1 != record["move_number"]:
+                break
+            png = (export / "jsonl" / record["images"][0]).read_bytes()
+            await ask(port, wire.Request(19, record["to_play"], png, board.tobytes()))
+            job = asked[-1]
+            assert job.image == png
+            assert job.messages == [{"role": "user", "content": [
+                {"type": "image"},
+                {"type": "text", "text": record["messages"][0]["content"].removeprefix("<image>")},
+            ]}]
+            checked += 1
+            if checked == 12:
+                break
+    assert checked == 12
