@@ -74,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
          help="auto (the first CUDA device if torch sees one, else cpu), cpu, cuda, cuda:N")
     _add(group, "--dtype", choices=("auto", "bfloat16", "float16", "float32"), default="auto",
          help="auto: bfloat16 on a GPU (float16 where it lacks bfloat16), float32 on the CPU")
+    _add(group, "--threads", type=int, metavar="N",
+         help="torch's CPU threads for the model (default: torch's own choice, the cores); "
+         "pictures are prepared in up to 4 threads beside them")
     _add(group, "--log-requests", action="store_true",
          help="one stderr line per request: adapter, batch size, queue wait, generate time, "
          "tokens")
@@ -147,6 +150,7 @@ def _check(args: argparse.Namespace) -> None:
         ("max-new-tokens", not 1 <= args.max_new_tokens <= 1024, "in 1..1024"),
         ("temperature", not 0 <= args.temperature <= 2, "in 0..2"),
         ("summary-s", not args.summary_s >= 0, "zero or more"),
+        ("threads", args.threads is not None and args.threads < 1, "at least 1"),
         ("size", any(s != 19 for s in args.sizes or ()), "19: the prompt speaks of 19x19"),
         ("idle-timeout", not args.idle_timeout > 0, "positive"),
         ("frame-timeout", not args.frame_timeout > 0, "positive"),
@@ -193,6 +197,10 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"serve: {problem}", file=sys.stderr)
         return 2
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     from orchestrator.vlm.generation import BatchRunner
     from orchestrator.vlm.loading import LoadError, load
     from orchestrator.vlm.openai_app import ServedModel
@@ -231,7 +239,8 @@ def run(args: argparse.Namespace) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 try:
-                    bound = await nursery.start(serve_vlm, options, runner.run, models, _stderr)
+                    bound = await nursery.start(serve_vlm, options, runner.run, models, _stderr,
+                                                runner.prepare)
                 except ListenError as exc:
                     failed.append(str(exc))
                     return

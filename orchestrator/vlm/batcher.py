@@ -2,15 +2,19 @@
 to the model, which runs in a worker thread (``trio.to_thread``) so that the trio loop
 keeps accepting connections, answering PINGs and reading frames meanwhile.
 
-A batch starts when ``max_batch`` requests wait, or when the oldest has waited
-``max_wait_s`` (counted from its arrival, so requests that queued while the model was busy
-go at once). A request whose caller is cancelled (its client disconnected) leaves the
-queue; if its batch is already running its answer is thrown away. Answers are handed back
-to each caller, who sends its own reply: a batch never waits for a slow client.
+Each request is prepared as it arrives (picture decoded, tokens and pixels made, in
+``prepare_threads`` threads of their own), so a batch waits only for the model, and the
+next batch's inputs are made while the current one generates. A batch starts when
+``max_batch`` requests wait, or when the oldest has waited ``max_wait_s`` (counted from
+its arrival, so requests that queued while the model was busy go at once). A request
+whose caller is cancelled (its client disconnected) leaves the queue; if its batch is
+already running its answer is thrown away. Answers are handed back to each caller, who
+sends its own reply: a batch never waits for a slow client.
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +25,12 @@ from orchestrator.vlm.jobs import BatchTimes, Completion, Job, RequestError
 from orchestrator.vlm.stats import ServeStats
 
 RunBatch = Callable[[list[Job]], tuple[list[Completion | RequestError], BatchTimes]]
+Prepare = Callable[[Job], None]
+
+
+def default_prepare_threads() -> int:
+    """Half the cores, up to 4: the other half (on a CPU-only machine) is torch's."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
 @dataclass(eq=False)
@@ -32,10 +42,13 @@ class _Pending:
 
 class Batcher:
     def __init__(self, run_batch: RunBatch, max_batch: int, max_wait_s: float,
-                 stats: ServeStats) -> None:
+                 stats: ServeStats, prepare: Prepare | None = None,
+                 prepare_threads: int = 1) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
         self._run_batch = run_batch
+        self._prepare = prepare
+        self._preparing = trio.CapacityLimiter(prepare_threads)
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
         self.stats = stats
@@ -48,6 +61,8 @@ class Batcher:
 
     async def submit(self, job: Job) -> Completion:
         """The model's answer to ``job``; its RequestError is raised as itself."""
+        if self._prepare is not None:
+            await trio.to_thread.run_sync(self._prepare, job, limiter=self._preparing)
         pending = _Pending(job)
         job.queued_at = trio.current_time()
         self._queue.append(pending)

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 from PIL import Image
-from transformers import GenerationConfig, LogitsProcessorList
+from transformers import BatchFeature, GenerationConfig, LogitsProcessorList
 
 from orchestrator.vlm.decoding import ChoiceTrie, RowControls
 from orchestrator.vlm.jobs import BASE, BatchTimes, Completion, Job, RequestError
@@ -41,20 +41,36 @@ class BatchRunner:
         self._choice_ids: dict[str, list[int]] = {}
         self._tokenizer = loaded.processor.tokenizer
 
-    def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
-        """Every job's completion, or the RequestError that is its answer instead."""
-        times = BatchTimes()
+    def prepare(self, job: Job) -> None:
+        """The request's own inputs (picture decoded, chat template, processor: its tokens
+        and pixels), on ``job.inputs``; a RequestError when they cannot be made. Thread-safe,
+        and run as each request arrives, beside the batch in ``generate``."""
         started = time.perf_counter()
+        text = self._chat_text(job)
+        picture = _picture(job.image)
+        try:
+            job.inputs = dict(self.loaded.processor(text=[text], images=picture,
+                                                    return_tensors="pt"))
+        except Exception as exc:  # the processor's own refusal of this request's content
+            raise RequestError(f"the processor refuses this request: {exc}") from None
+        job.prepare_s = time.perf_counter() - started
+
+    def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
+        """Every job's completion, or the RequestError that is its answer instead (jobs not
+        prepared yet are prepared here)."""
+        times = BatchTimes()
         results: list[Completion | RequestError | None] = [None] * len(jobs)
-        ready: dict[int, tuple[str, Image.Image | None]] = {}
+        ready: list[int] = []
         for i, job in enumerate(jobs):
-            try:
-                ready[i] = self._chat_text(job), _picture(job.image)
-            except RequestError as exc:
-                results[i] = exc
-        times.prepare_s += time.perf_counter() - started
+            if job.inputs is None:
+                try:
+                    self.prepare(job)
+                except RequestError as exc:
+                    results[i] = exc
+                    continue
+            ready.append(i)
         for rows in self._calls([(i, jobs[i].adapter) for i in ready]):
-            outcomes = self._generate([jobs[i] for i in rows], [ready[i] for i in rows], times)
+            outcomes = self._generate([jobs[i] for i in rows], times)
             for i, outcome in zip(rows, outcomes, strict=True):
                 results[i] = outcome
         assert all(result is not None for result in results)
@@ -82,13 +98,11 @@ class BatchRunner:
             raise RequestError(f"the chat template cannot render these messages: {exc}"
                                ) from None
 
-    def _generate(self, jobs: list[Job], ready: list[tuple[str, Image.Image | None]],
-                  times: BatchTimes) -> list[Completion | RequestError]:
+    def _generate(self, jobs: list[Job], times: BatchTimes) -> list[Completion | RequestError]:
         started = time.perf_counter()
         loaded = self.loaded
-        pictures = [picture for _, picture in ready if picture is not None]
-        inputs = loaded.processor(text=[text for text, _ in ready], images=pictures or None,
-                                  padding=True, return_tensors="pt").to(loaded.device)
+        inputs = _collate([job.inputs for job in jobs if job.inputs is not None],
+                          loaded.pad_id).to(loaded.device)
         prompt_len = inputs["input_ids"].shape[1]
         controls = RowControls(prompt_len, loaded.eos_ids)
         failed: dict[int, RequestError] = {}
@@ -184,6 +198,30 @@ def _row_adapters(loaded: Loaded, names: list[str]) -> Iterator[None]:
     finally:
         for handle in handles:
             handle.remove()
+
+
+def _collate(rows: list[dict[str, Any]], pad_id: int) -> BatchFeature:
+    """Requests prepared one by one as one batch, as the processor would have made it with
+    left padding: per-token tensors (``(1, length)``: input ids, attention mask, token
+    types) padded on the left, everything else (pixels, image grids: absent from a request
+    without a picture) concatenated."""
+    lengths = [row["input_ids"].shape[1] for row in rows]
+    longest = max(lengths)
+    batch: dict[str, Any] = {}
+    for key in dict.fromkeys(key for row in rows for key in row):
+        values = [row.get(key) for row in rows]
+        if all(isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape == (1, n)
+               for v, n in zip(values, lengths, strict=True) if v is not None):
+            fill = pad_id if key == "input_ids" else 0
+            batch[key] = torch.cat([
+                torch.nn.functional.pad(v if v is not None else torch.zeros(1, n, dtype=torch.long),
+                                        (longest - n, 0), value=fill)
+                for v, n in zip(values, lengths, strict=True)])
+        elif all(isinstance(v, torch.Tensor) for v in values if v is not None):
+            batch[key] = torch.cat([v for v in values if v is not None])
+        else:
+            batch[key] = [item for v in values if v is not None for item in v]
+    return BatchFeature(batch)
 
 
 def _picture(data: bytes | None) -> Image.Image | None:

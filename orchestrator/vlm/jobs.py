@@ -31,6 +31,8 @@ class Job:
     image: bytes | None
     sampling: Sampling
     queued_at: float = 0.0  # trio.current_time() when it joined the queue
+    inputs: dict | None = None  # the processor's tensors for this request alone, once prepared
+    prepare_s: float = 0.0  # how long preparing them took (its own thread, before the queue)
     # Filled by the batcher once its batch has run:
     batch_size: int = 0
     started_at: float = 0.0
@@ -49,7 +51,7 @@ class Completion:
 class BatchTimes:
     """Where a batch's time went, in seconds of the worker thread."""
 
-    prepare_s: float = 0.0  # pictures decoded, chat template, processor (tokens, pixels)
+    prepare_s: float = 0.0  # batch inputs assembled (padding, device copy, constraints)
     generate_s: float = 0.0  # the model's generate calls
     finish_s: float = 0.0  # answers decoded to text
     calls: int = 0  # generate calls (1 for a mixed batch, one per adapter when split)

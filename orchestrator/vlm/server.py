@@ -13,7 +13,7 @@ import trio
 
 from orchestrator.protocol import go19 as wire
 from orchestrator.serve import serve_go19
-from orchestrator.vlm.batcher import Batcher, RunBatch
+from orchestrator.vlm.batcher import Batcher, Prepare, RunBatch, default_prepare_threads
 from orchestrator.vlm.engine import VlmEngine
 from orchestrator.vlm.jobs import Sampling
 from orchestrator.vlm.openai_app import Defaults, ServedModel, openai_app
@@ -41,6 +41,7 @@ class ServeOptions:
     max_new_tokens: int = 8
     temperature: float = 0.0
     top_p: float = 1.0
+    prepare_threads: int = field(default_factory=default_prepare_threads)
     answer: str = "gtp"
     komi: float = 7.5
     constrain: bool = False
@@ -74,12 +75,14 @@ class ListenError(OSError):
 
 
 async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[ServedModel],
-                    log: Callable[[str], None],
+                    log: Callable[[str], None], prepare: Prepare | None = None,
                     task_status: trio.TaskStatus[Bound] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve until cancelled; with ``nursery.start`` it returns what is bound. A port
-    that cannot be bound is a :class:`ListenError` before anything is served."""
+    that cannot be bound is a :class:`ListenError` before anything is served. ``prepare``
+    makes a request's inputs as it arrives (else ``run_batch`` does, in the batch)."""
     stats = ServeStats(log, options.log_requests)
-    batcher = Batcher(run_batch, options.max_batch, options.max_wait_ms / 1000.0, stats)
+    batcher = Batcher(run_batch, options.max_batch, options.max_wait_ms / 1000.0, stats,
+                      prepare, options.prepare_threads)
     sampling = Sampling(options.max_new_tokens, options.temperature, options.top_p)
     failure: ListenError | None = None
     async with trio.open_nursery() as nursery:

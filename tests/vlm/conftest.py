@@ -38,6 +38,9 @@ def tiny():
 def loaded(tiny):
     """The tiny model with adapters a, b (language model) and v (vision tower too), in
     this process."""
+    import torch
+
     from orchestrator.vlm.loading import load
 
+    torch.set_num_threads(1)  # a tiny model on a shared machine: more threads only contend
     return load(tiny.model, {name: tiny.adapter(name) for name in ("a", "b", "v")}, "cpu")

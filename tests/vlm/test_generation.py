@@ -101,3 +101,30 @@ def test_a_bad_picture_fails_only_its_own_request(loaded, picture) -> None:
     assert isinstance(results[2], RequestError) and "no adapter named 'nobody'" in str(results[2])
     assert isinstance(results[3], Completion)  # text only: served, whatever it says
 
+
+
+def test_requests_prepared_alone_batch_as_the_processor_pads_them(loaded, picture) -> None:
+    from orchestrator.vlm.generation import _collate
+
+    runner = BatchRunner(loaded)
+    jobs = [job("a", picture), job("b", None), job(BASE, picture, max_tokens=2)]
+    jobs[1].messages[0]["content"][0]["text"] = "A longer question, with no picture at all?"
+    for each in jobs:
+        runner.prepare(each)
+    texts = [loaded.processor.apply_chat_template(j.messages, add_generation_prompt=True,
+                                                  tokenize=False) for j in jobs]
+    whole = loaded.processor(text=texts, images=[picture_image(picture)] * 2, padding=True,
+                             return_tensors="pt")
+    batch = _collate([j.inputs for j in jobs], loaded.pad_id)
+    assert set(batch) == set(whole)
+    for key in whole:
+        assert batch[key].shape == whole[key].shape, key
+        assert bool((batch[key] == whole[key]).all()), key
+
+
+def picture_image(png: bytes):
+    import io
+
+    from PIL import Image
+
+    return Image.open(io.BytesIO(png)).convert("RGB")

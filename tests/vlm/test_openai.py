@@ -36,8 +36,9 @@ async def api(loaded, **options):
     served = ServeOptions([], read_template(None), openai=("127.0.0.1", 0), summary_s=0,
                           **options)
     async with trio.open_nursery() as nursery:
-        bound = await nursery.start(partial(serve_vlm, served, BatchRunner(loaded).run,
-                                            MODELS, lambda line: None))
+        runner = BatchRunner(loaded)
+        bound = await nursery.start(partial(serve_vlm, served, runner.run, MODELS,
+                                            lambda line: None, runner.prepare))
         yield bound
         nursery.cancel_scope.cancel()
 

@@ -78,7 +78,7 @@ def served(tiny: Tiny, tmp_path_factory) -> Iterator[Served]:
             [*CLI, "serve", "--engine", "hf", "--model", str(tiny.model),
              "--adapter", f"a={tiny.adapter('a')}", "--adapter", f"b={tiny.adapter('b')}",
              "--listen", "a=:0", "--listen", "b=:0", "--openai", ":0", "--komi", "6.5",
-             "--device", "cpu", "--log-requests"],
+             "--device", "cpu", "--threads", "1", "--log-requests"],
             cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
     timer = threading.Timer(300, process.kill)  # a server that never comes up fails, not hangs
     timer.start()

@@ -44,9 +44,11 @@ async def server(loaded, run_batch=None, **options):
     adapters = options.pop("listen", ("a", "b"))
     served = ServeOptions([Listen(name, LOCALHOST, 0) for name in adapters],
                           read_template(None), summary_s=0, **options)
-    run = run_batch or BatchRunner(loaded).run
+    runner = BatchRunner(loaded)
+    run = run_batch or runner.run
     async with trio.open_nursery() as nursery:
-        bound = await nursery.start(partial(serve_vlm, served, run, [], lambda line: None))
+        bound = await nursery.start(partial(serve_vlm, served, run, [], lambda line: None,
+                                            runner.prepare))
         yield bound
         nursery.cancel_scope.cancel()
 
