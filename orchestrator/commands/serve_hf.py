@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add(group, "--max-batch", type=int, default=32, metavar="N",
          help="requests of all ports in one batch at most (1: no batching)")
     _add(group, "--max-wait-ms", type=float, default=5.0, metavar="MS",
-         help="how long the oldest waiting request may wait for more to join its batch")
+         help="how long a batch may wait for requests still being prepared to join it (it "
+         "never waits for requests not yet arrived)")
     _add(group, "--batch-adapters", choices=("mixed", "split"), default="mixed",
          help="mixed: requests of several adapters share a generate call (adapters on the "
          "language model only; one that touches the vision tower always gets its own); "

@@ -4,9 +4,10 @@ keeps accepting connections, answering PINGs and reading frames meanwhile.
 
 Each request is prepared as it arrives (picture decoded, tokens and pixels made, in
 ``prepare_threads`` threads of their own), so a batch waits only for the model, and the
-next batch's inputs are made while the current one generates. A batch starts when
-``max_batch`` requests wait, or when the oldest has waited ``max_wait_s`` (counted from
-its arrival, so requests that queued while the model was busy go at once). A request
+next batch's inputs are made while the current one generates. A batch starts as soon as
+the model is free, unless requests still being prepared could join it: then it waits for
+them until ``max_batch`` requests wait or the oldest has waited ``max_wait_s`` (counted
+from its arrival, so requests that queued while the model was busy go at once). A request
 whose caller is cancelled (its client disconnected) leaves the queue; if its batch is
 already running its answer is thrown away. Answers are handed back to each caller, who
 sends its own reply: a batch never waits for a slow client.
@@ -48,12 +49,13 @@ class Batcher:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
         self._run_batch = run_batch
         self._prepare = prepare
-        self._preparing = trio.CapacityLimiter(prepare_threads)
+        self._prepare_threads = trio.CapacityLimiter(prepare_threads)
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
         self.stats = stats
         self._queue: deque[_Pending] = deque()
         self._changed = trio.Event()
+        self._preparing = 0  # requests arrived and being prepared, not queued yet
 
     @property
     def waiting(self) -> int:
@@ -62,7 +64,12 @@ class Batcher:
     async def submit(self, job: Job) -> Completion:
         """The model's answer to ``job``; its RequestError is raised as itself."""
         if self._prepare is not None:
-            await trio.to_thread.run_sync(self._prepare, job, limiter=self._preparing)
+            self._preparing += 1
+            try:
+                await trio.to_thread.run_sync(self._prepare, job, limiter=self._prepare_threads)
+            finally:
+                self._preparing -= 1
+                self._changed.set()
         pending = _Pending(job)
         job.queued_at = trio.current_time()
         self._queue.append(pending)
@@ -105,7 +112,7 @@ class Batcher:
     async def _next_batch(self) -> list[_Pending]:
         queue = self._queue
         while True:
-            if queue and (len(queue) >= self.max_batch
+            if queue and (len(queue) >= self.max_batch or not self._preparing
                           or trio.current_time() >= queue[0].job.queued_at + self.max_wait_s):
                 return [queue.popleft() for _ in range(min(len(queue), self.max_batch))]
             self._changed = trio.Event()

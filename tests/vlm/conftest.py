@@ -44,3 +44,20 @@ def loaded(tiny):
 
     torch.set_num_threads(1)  # a tiny model on a shared machine: more threads only contend
     return load(tiny.model, {name: tiny.adapter(name) for name in ("a", "b", "v")}, "cpu")
+
+
+class Gate:
+    """The real batch runner behind a gate: the first batch holds the model (in its worker
+    thread) until ``release`` is set, so tests can act while the model is busy."""
+
+    def __init__(self, runner) -> None:
+        import threading
+
+        self.runner = runner
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def run(self, jobs):
+        self.entered.set()
+        self.release.wait(60)
+        return self.runner.run(jobs)

@@ -19,6 +19,7 @@ from orchestrator.color import BLACK
 from orchestrator.coords import from_gtp
 from orchestrator.prompt import fill, read_template
 from orchestrator.render import render_png
+from tests.vlm.conftest import Gate
 from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
@@ -32,12 +33,12 @@ MODELS = [ServedModel("base", "/models/tiny", None), ServedModel("a", "/loras/a"
 
 
 @asynccontextmanager
-async def api(loaded, **options):
+async def api(loaded, run_batch=None, **options):
     served = ServeOptions([], read_template(None), openai=("127.0.0.1", 0), summary_s=0,
                           **options)
     async with trio.open_nursery() as nursery:
         runner = BatchRunner(loaded)
-        bound = await nursery.start(partial(serve_vlm, served, runner.run, MODELS,
+        bound = await nursery.start(partial(serve_vlm, served, run_batch or runner.run, MODELS,
                                             lambda line: None, runner.prepare))
         yield bound
         nursery.cancel_scope.cancel()
@@ -180,20 +181,28 @@ async def test_bad_requests_are_errors_in_vllms_shape(loaded, position) -> None:
 
 async def test_a_client_that_disconnects_leaves_the_queue(loaded, position) -> None:
     body = json.dumps(chat("a", position)).encode()
-    async with api(loaded, max_batch=2, max_wait_ms=600_000) as bound:
-        parts = urlsplit(bound.openai_url)
-        stream = await trio.open_tcp_stream(parts.hostname, parts.port)
-        head = (f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
-        await stream.send_all(head.encode() + body)
-        with trio.fail_after(60):  # a guard, not a wait: these are states polled for
-            while bound.batcher.waiting < 1:
-                await trio.sleep(0.01)
-            await stream.aclose()
-            while bound.stats.dropped < 1:
-                await trio.sleep(0.01)
+    gate = Gate(BatchRunner(loaded))
+    async with api(loaded, run_batch=gate.run) as bound:
+        first: list[tuple[int, dict]] = []
+
+        async def holding() -> None:
+            first.append(await call(bound.openai_url, "POST", "/chat/completions",
+                                    chat("b", position)))
+
         async with trio.open_nursery() as nursery:
-            for model in ("a", "b"):
-                nursery.start_soon(call, bound.openai_url, "POST", "/chat/completions",
-                                   chat(model, position))
-        assert (bound.stats.requests, bound.stats.batches) == (2, 1)
+            nursery.start_soon(holding)  # holds the model
+            await trio.to_thread.run_sync(gate.entered.wait, 60)
+            parts = urlsplit(bound.openai_url)
+            stream = await trio.open_tcp_stream(parts.hostname, parts.port)
+            head = (f"POST {parts.path}/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+            await stream.send_all(head.encode() + body)
+            with trio.fail_after(60):  # a guard, not a wait: these are states polled for
+                while bound.batcher.waiting < 1:
+                    await trio.sleep(0.01)
+                await stream.aclose()
+                while bound.stats.dropped < 1:
+                    await trio.sleep(0.01)
+            gate.release.set()
+        assert first[0][1]["choices"][0]["message"]["content"] == "D4"
+        assert (bound.stats.requests, bound.stats.batches) == (1, 1)  # the left one never ran

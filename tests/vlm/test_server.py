@@ -5,7 +5,6 @@ that leaves while queued, PINGs while the model works, and legal-move decoding."
 from __future__ import annotations
 
 import struct
-import threading
 from contextlib import asynccontextmanager
 from functools import partial
 
@@ -21,6 +20,7 @@ from orchestrator.prompt import read_template
 from orchestrator.protocol import go19 as wire
 from orchestrator.render import render_png
 from orchestrator.rules.board import Board
+from tests.vlm.conftest import Gate
 from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
@@ -104,35 +104,36 @@ async def test_64_requests_on_two_ports_each_get_their_adapters_move_beside_faul
 
 
 async def test_a_client_that_leaves_while_queued_is_dropped(loaded) -> None:
-    # max_batch 2 and a long wait: a lone request stays queued until a second comes.
-    async with server(loaded, max_batch=2, max_wait_ms=600_000) as bound:
+    gate = Gate(BatchRunner(loaded))
+    async with server(loaded, run_batch=gate.run) as bound:
         port = bound.go19[0][2]
-        codec = wire.Connection(wire.CLIENT)
-        stream = await trio.open_tcp_stream(LOCALHOST, port)
-        await stream.send_all(codec.send(request_for(empty_board(), BLACK)))
-        with trio.fail_after(60):  # a guard, not a wait: these are states polled for
-            while bound.batcher.waiting < 1:
-                await trio.sleep(0.01)
-            await stream.aclose()
-            while bound.stats.dropped < 1:
-                await trio.sleep(0.01)
-        assert bound.batcher.waiting == 0
+        replies: list[object] = []
+
+        async def asking() -> None:
+            replies.append(await ask(port, request_for(empty_board(), BLACK)))
+
         async with trio.open_nursery() as nursery:
-            for _ in range(2):
-                nursery.start_soon(ask, port, request_for(empty_board(), BLACK))
-        assert (bound.stats.requests, bound.stats.batches) == (2, 1)  # the left one never ran
+            nursery.start_soon(asking)  # holds the model
+            await trio.to_thread.run_sync(gate.entered.wait, 60)
+            codec = wire.Connection(wire.CLIENT)
+            stream = await trio.open_tcp_stream(LOCALHOST, port)
+            await stream.send_all(codec.send(request_for(empty_board(), WHITE)))
+            with trio.fail_after(60):  # a guard, not a wait: these are states polled for
+                while bound.batcher.waiting < 1:
+                    await trio.sleep(0.01)
+                await stream.aclose()
+                while bound.stats.dropped < 1:
+                    await trio.sleep(0.01)
+            assert bound.batcher.waiting == 0
+            gate.release.set()
+        assert isinstance(replies[0], wire.MoveReply)
+        await ask(port, request_for(empty_board(), BLACK))
+        assert (bound.stats.requests, bound.stats.batches) == (2, 2)  # the left one never ran
 
 
 async def test_pings_and_new_connections_are_served_while_the_model_works(loaded) -> None:
-    entered, release = threading.Event(), threading.Event()
-    runner = BatchRunner(loaded)
-
-    def gated(jobs):
-        entered.set()
-        release.wait(60)
-        return runner.run(jobs)
-
-    async with server(loaded, run_batch=gated, max_wait_ms=0) as bound:
+    gate = Gate(BatchRunner(loaded))
+    async with server(loaded, run_batch=gate.run) as bound:
         port = bound.go19[0][2]
         replies: list[object] = []
 
@@ -141,11 +142,11 @@ async def test_pings_and_new_connections_are_served_while_the_model_works(loaded
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(asking)
-            await trio.to_thread.run_sync(entered.wait, 60)
+            await trio.to_thread.run_sync(gate.entered.wait, 60)
             ok, reason, _ = await ping_once((LOCALHOST, port), timeout=10)
             ok_other, _, _ = await ping_once((LOCALHOST, bound.go19[1][2]), timeout=10)
             assert replies == []  # the model is still held while both pings got a PONG
-            release.set()
+            gate.release.set()
         assert ok and ok_other, reason
         assert isinstance(replies[0], wire.MoveReply)
 
