@@ -4,6 +4,7 @@ model's time went, p50/p95 latency per adapter)."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ def _ms(seconds: float) -> str:
 def percentile(values: list[float], q: float) -> float:
     """The nearest-rank ``q`` quantile (0..1) of ``values`` (not empty)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 @dataclass
