@@ -51,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "--engine hf takes --listen instead)")
     parser.add_argument("--slots", type=int, default=1, help="engine computations at once")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="hold each answer back")
-    parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random "
-                        "(default: a fresh one at each start)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random, and of "
+                        "--engine hf's sampling (default: a fresh one at each start)")
     parser.add_argument("--level", type=int, default=2, help="heuristic level (0..2)")
     parser.add_argument("--komi", type=float, default=7.5,
                         help="komi told to GTP engines, and written in a VLM's prompt (a "

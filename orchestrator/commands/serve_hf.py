@@ -41,10 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "answering every --listen port and --openai from one batch queue. Needs the vlm "
         "extra; docs/vlm.md.")
     _add(group, "--model", type=Path, metavar="DIR", help="the base model's folder")
-    _add(group, "--adapter", action="append", default=[], metavar="NAME=DIR",
+    _add(group, "--adapter", action="append", metavar="NAME=DIR",
          help="a LoRA adapter folder and the name ports and OpenAI requests call it by "
          "(repeatable)")
-    _add(group, "--listen", action="append", default=[], metavar="NAME=[HOST:]PORT",
+    _add(group, "--listen", action="append", metavar="NAME=[HOST:]PORT",
          help="a GO19 port answered by adapter NAME ('base': the model without adapter); "
          "repeatable, HOST defaults to --host")
     _add(group, "--openai", metavar="[HOST:]PORT", help="also serve the OpenAI-compatible "
@@ -120,7 +120,7 @@ def _check(args: argparse.Namespace) -> None:
     if not args.model.is_dir():
         raise ValueError(f"--model {args.model}: no such folder")
     adapters: dict[str, Path] = {}
-    for text in args.adapter:
+    for text in args.adapter or ():
         name, folder = _named(text, "--adapter")
         if name == BASE:
             raise ValueError(f"--adapter {text!r}: '{BASE}' is the model without adapter")
@@ -132,7 +132,7 @@ def _check(args: argparse.Namespace) -> None:
     args.adapters = adapters
     args.listens = []
     seen: set[tuple[str, int]] = set()
-    for text in args.listen:
+    for text in args.listen or ():
         name, address = _named(text, "--listen")
         if name != BASE and name not in adapters:
             raise ValueError(f"--listen {text!r}: no adapter named {name!r} (adapters: "
