@@ -35,7 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "docs/vlm.md). The first line on stdout is 'serving GO19 on HOST:PORT' (with --engine "
         "hf: the last start-up line, 'serving GO19 on HOST:PORT (ADAPTER), ...').",
         epilog=examples(
-            "go19 serve --engine heuristic --port 5019",
             'go19 serve --engine gtp:"/usr/games/gnugo --mode gtp --level 0" --port 5020 '
             "--slots 4",
             "go19 serve --engine hf --model models/Qwen3-VL-8B-Instruct --adapter "

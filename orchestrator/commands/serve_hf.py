@@ -40,13 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and its peft LoRA adapters, loaded once from local folders (nothing is fetched), "
         "answering every --listen port and --openai from one batch queue. Needs the vlm "
         "extra; docs/vlm.md.")
-    _add(group, "--model", type=Path, metavar="DIR", help="the base model's folder")
+    _add(group, "--model", type=Path, metavar="DIR",
+         help="the base model's folder (no default: --engine hf needs one)")
     _add(group, "--adapter", action="append", metavar="NAME=DIR",
          help="a LoRA adapter folder and the name ports and OpenAI requests call it by "
-         "(repeatable)")
+         "(repeatable; default: none, the base model alone)")
     _add(group, "--listen", action="append", metavar="NAME=[HOST:]PORT",
          help="a GO19 port answered by adapter NAME ('base': the model without adapter); "
-         "repeatable, HOST defaults to --host")
+         "repeatable, HOST defaults to --host (default: none; --openai alone serves no "
+         "GO19 port)")
     _add(group, "--openai", metavar="[HOST:]PORT", help="also serve the OpenAI-compatible "
          "API (GET /v1/models, POST /v1/chat/completions; model = the adapter name) "
          "(default: none)")
