@@ -14,8 +14,9 @@ Reported per configuration and concurrency:
   measure that a busy shared machine disturbs least);
 - the mean batch size, and where a request's time went, from the server's
   ``--log-requests`` lines and the client's round trip: generate (its batch's generate
-  calls), prepare (its batch's picture decoding, chat template and processor), queue
-  (waiting for a batch to start), and the rest (GO19 framing, the trio loop, the socket);
+  calls), prepare (its own picture decoding, chat template and processor, and the wait for
+  a prepare thread), queue (prepared, waiting for a batch to start), and the rest (GO19
+  framing, the trio loop, threads handing over, the socket, the client);
   "outside generate" is everything but generate.
 The batching gain is requests/s with batching over ``--max-batch 1`` (target >= 3x at 16);
 mixed over split is the gain of one generate call per batch over one per adapter.
@@ -48,8 +49,8 @@ CONCURRENCY = (1, 4, 16, 64)
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))  # measured per configuration and level
 CONFIGS = {"batching": ["--max-batch", "64"], "max-batch 1": ["--max-batch", "1"],
            "split": ["--max-batch", "64", "--batch-adapters", "split"]}
-LINE = re.compile(r"request (\w+): batch (\d+), queued ([\d.]+) ms, prepare ([\d.]+) ms, "
-                  r"generate ([\d.]+) ms")
+LINE = re.compile(r"request (\w+): batch (\d+), queued ([\d.]+) ms, prepare ([\d.]+) ms "
+                  r"\(\+([\d.]+) ms for a thread\), generate ([\d.]+) ms")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -58,7 +59,7 @@ class Server:
     name: str
     process: subprocess.Popen
     ports: dict[str, int]
-    log: list[tuple[str, int, float, float, float]] = field(default_factory=list)
+    log: list[tuple[str, int, float, float, float, float]] = field(default_factory=list)
 
     def cpu_s(self) -> float:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -68,9 +69,9 @@ class Server:
         for line in self.process.stderr:
             match = LINE.match(line)
             if match:
-                adapter, batch, queued, prepare, generate = match.groups()
-                self.log.append((adapter, int(batch), float(queued) / 1000,
-                                 float(prepare) / 1000, float(generate) / 1000))
+                adapter, batch, *times = match.groups()
+                queued, prepare, waited, generate = (float(t) / 1000 for t in times)
+                self.log.append((adapter, int(batch), queued, prepare, waited, generate))
 
 
 def start(name: str, args: list[str], tiny) -> Server:
@@ -138,9 +139,11 @@ async def measure(server: Server, concurrency: int, the_request: wire.Request) -
     total = sum(latencies)
     queue = sum(line[2] for line in lines)
     prepare = sum(line[3] for line in lines)
-    generate = sum(line[4] for line in lines)
+    waited = sum(line[4] for line in lines)
+    generate = sum(line[5] for line in lines)
     shares = {"generate": generate / total, "prepare": prepare / total,
-              "queue": queue / total, "rest": 1 - (generate + prepare + queue) / total}
+              "prepare wait": waited / total, "queue": queue / total,
+              "rest": 1 - (generate + prepare + waited + queue) / total}
     return Result(len(latencies) / elapsed, 1000 * cpu / len(latencies),
                   sum(line[1] for line in lines) / max(len(lines), 1), shares)
 
@@ -158,8 +161,9 @@ async def main() -> None:
                 s = result.shares
                 print(f"{server.name:>12} c={concurrency:<3} {result.rate:7.1f} req/s  "
                       f"{result.cpu_ms:6.1f} CPU ms/req  batch {result.mean_batch:5.1f}  "
-                      f"generate {100 * s['generate']:4.1f} %  prepare {100 * s['prepare']:4.1f} % "
-                      f" queue {100 * s['queue']:4.1f} %  rest {100 * s['rest']:4.1f} %",
+                      f"generate {100 * s['generate']:4.1f} %  prepare {100 * s['prepare']:4.1f} "
+                      f"(+{100 * s['prepare wait']:4.1f}) %  queue {100 * s['queue']:4.1f} %  "
+                      f"rest {100 * s['rest']:4.1f} %",
                       flush=True)
     finally:
         for server in servers:

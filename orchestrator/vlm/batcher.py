@@ -63,6 +63,7 @@ class Batcher:
 
     async def submit(self, job: Job) -> Completion:
         """The model's answer to ``job``; its RequestError is raised as itself."""
+        job.arrived_at = trio.current_time()
         if self._prepare is not None:
             self._preparing += 1
             try:

@@ -94,9 +94,10 @@ class ServeStats:
 
 
 def request_line(job: Job, result: Completion | RequestError, times: BatchTimes) -> str:
+    waited = max(0.0, job.queued_at - job.arrived_at - job.prepare_s)
     head = (f"request {job.adapter}: batch {job.batch_size}, queued "
-            f"{_ms(job.started_at - job.queued_at)}, prepare {_ms(job.prepare_s)}, "
-            f"generate {_ms(times.generate_s)}")
+            f"{_ms(job.started_at - job.queued_at)}, prepare {_ms(job.prepare_s)} "
+            f"(+{_ms(waited)} for a thread), generate {_ms(times.generate_s)}")
     if isinstance(result, RequestError):
         return f"{head}, error: {result}"
     return (f"{head}, tokens {result.prompt_tokens}+{result.completion_tokens}, "

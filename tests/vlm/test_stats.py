@@ -7,7 +7,8 @@ from orchestrator.vlm.stats import ServeStats, percentile
 
 
 def finished_job(adapter: str, queued: float, started: float, size: int) -> Job:
-    job = Job(adapter, [], None, Sampling(8), queued_at=queued, prepare_s=0.002)
+    job = Job(adapter, [], None, Sampling(8), arrived_at=queued - 0.003, queued_at=queued,
+              prepare_s=0.002)
     job.started_at, job.batch_size = started, size
     return job
 
@@ -22,11 +23,14 @@ def test_request_lines_and_the_summary_of_a_window() -> None:
                RequestError("the picture cannot be decoded: nope")]
     stats.batch(jobs, results, BatchTimes(prepare_s=0.001, generate_s=0.04), finished=100.2)
     assert lines == [
-        "request a: batch 3, queued 100.0 ms, prepare 2.0 ms, generate 40.0 ms, "
+        "request a: batch 3, queued 100.0 ms, prepare 2.0 ms (+1.0 ms for a thread), "
+        "generate 40.0 ms, "
         "tokens 300+4, answer 'Q16'",
-        "request b: batch 3, queued 50.0 ms, prepare 2.0 ms, generate 40.0 ms, "
+        "request b: batch 3, queued 50.0 ms, prepare 2.0 ms (+1.0 ms for a thread), "
+        "generate 40.0 ms, "
         "tokens 300+3, answer 'D4'",
-        "request a: batch 3, queued 0.0 ms, prepare 2.0 ms, generate 40.0 ms, "
+        "request a: batch 3, queued 0.0 ms, prepare 2.0 ms (+1.0 ms for a thread), "
+        "generate 40.0 ms, "
         "error: the picture cannot be decoded: nope",
     ]
     stats.dropped = 1
