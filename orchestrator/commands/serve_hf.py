@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
             async with trio.open_nursery() as nursery:
                 try:
                     bound = await nursery.start(serve_vlm, options, runner.run, models, _stderr,
-                                                runner.prepare)
+                                                runner.prepare_many)
                 except ListenError as exc:
                     failed.append(str(exc))
                     return

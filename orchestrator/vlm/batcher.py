@@ -26,7 +26,7 @@ from orchestrator.vlm.jobs import BatchTimes, Completion, Job, RequestError
 from orchestrator.vlm.stats import ServeStats
 
 RunBatch = Callable[[list[Job]], tuple[list[Completion | RequestError], BatchTimes]]
-Prepare = Callable[[Job], None]
+Prepare = Callable[[list[Job]], list[RequestError | None]]
 
 
 def default_prepare_threads() -> int:
@@ -49,7 +49,9 @@ class Batcher:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
         self._run_batch = run_batch
         self._prepare = prepare
-        self._prepare_threads = trio.CapacityLimiter(prepare_threads)
+        self._prepare_threads = prepare_threads
+        self._unprepared: deque[_Pending] = deque()
+        self._arrived = trio.Event()
         self.max_batch = max_batch
         self.max_wait_s = max_wait_s
         self.stats = stats
@@ -65,12 +67,7 @@ class Batcher:
         """The model's answer to ``job``; its RequestError is raised as itself."""
         job.arrived_at = trio.current_time()
         if self._prepare is not None:
-            self._preparing += 1
-            try:
-                await trio.to_thread.run_sync(self._prepare, job, limiter=self._prepare_threads)
-            finally:
-                self._preparing -= 1
-                self._changed.set()
+            await self._prepared(job)
         pending = _Pending(job)
         job.queued_at = trio.current_time()
         self._queue.append(pending)
@@ -89,8 +86,49 @@ class Batcher:
         assert result is not None
         return result
 
+    async def _prepared(self, job: Job) -> None:
+        """Return once a prepare worker has made ``job``'s inputs (its RequestError raised)."""
+        entry = _Pending(job)
+        self._unprepared.append(entry)
+        self._preparing += 1
+        self._arrived.set()
+        try:
+            await entry.done.wait()
+        except BaseException:
+            if entry in self._unprepared:
+                self._unprepared.remove(entry)
+            raise
+        finally:
+            self._preparing -= 1
+            self._changed.set()
+        if isinstance(entry.result, RequestError):
+            raise entry.result
+
+    async def _prepare_forever(self, prepare: Prepare) -> None:
+        """Prepare the requests that arrived, all those waiting at once (up to a batch)."""
+        while True:
+            while not self._unprepared:
+                self._arrived = trio.Event()
+                await self._arrived.wait()
+            taken = [self._unprepared.popleft()
+                     for _ in range(min(len(self._unprepared), self.max_batch))]
+            try:
+                errors = await trio.to_thread.run_sync(prepare, [e.job for e in taken])
+            except Exception as exc:  # a bug's failure is these requests' answer
+                errors = [RequestError(f"preparing the request failed: {exc!r}")] * len(taken)
+            for entry, error in zip(taken, errors, strict=True):
+                entry.result = error
+                entry.done.set()
+
     async def run(self) -> None:
-        """Take batches to the model until cancelled."""
+        """Prepare requests and take batches to the model until cancelled."""
+        async with trio.open_nursery() as nursery:
+            if self._prepare is not None:
+                for _ in range(self._prepare_threads):
+                    nursery.start_soon(self._prepare_forever, self._prepare)
+            await self._batches()
+
+    async def _batches(self) -> None:
         while True:
             batch = await self._next_batch()
             started = trio.current_time()

@@ -43,17 +43,53 @@ class BatchRunner:
 
     def prepare(self, job: Job) -> None:
         """The request's own inputs (picture decoded, chat template, processor: its tokens
-        and pixels), on ``job.inputs``; a RequestError when they cannot be made. Thread-safe,
-        and run as each request arrives, beside the batch in ``generate``."""
+        and pixels), on ``job.inputs``; a RequestError when they cannot be made."""
+        error = self.prepare_many([job])[0]
+        if error is not None:
+            raise error
+
+    def prepare_many(self, jobs: list[Job]) -> list[RequestError | None]:
+        """:meth:`prepare` for requests that arrived together, with one processor call
+        (about half the CPU per picture of one call each), its output split back per
+        request; each request's RequestError, or None. Thread-safe: run beside ``run``."""
         started = time.perf_counter()
-        text = self._chat_text(job)
-        picture = _picture(job.image)
+        errors: list[RequestError | None] = [None] * len(jobs)
+        made: list[tuple[int, str, Image.Image | None]] = []
+        for i, job in enumerate(jobs):
+            try:
+                made.append((i, self._chat_text(job), _picture(job.image)))
+            except RequestError as exc:
+                errors[i] = exc
+        inputs = self._process_together(made) if len(made) > 1 else None
+        for k, (i, text, picture) in enumerate(made):
+            try:
+                jobs[i].inputs = inputs[k] if inputs is not None else self._process(text, picture)
+            except RequestError as exc:
+                errors[i] = exc
+        spent = (time.perf_counter() - started) / max(len(jobs), 1)
+        for job in jobs:
+            job.prepare_s = spent
+        return errors
+
+    def _process(self, text: str, picture: Image.Image | None) -> dict[str, Any]:
         try:
-            job.inputs = dict(self.loaded.processor(text=[text], images=picture,
-                                                    return_tensors="pt"))
+            return dict(self.loaded.processor(text=[text], images=picture, return_tensors="pt"))
         except Exception as exc:  # the processor's own refusal of this request's content
             raise RequestError(f"the processor refuses this request: {exc}") from None
-        job.prepare_s = time.perf_counter() - started
+
+    def _process_together(self, made: list[tuple[int, str, Image.Image | None]]
+                          ) -> list[dict[str, Any]] | None:
+        """One processor call for all, split per request; None when the call fails (one
+        request's content: each is then made alone, to find whose) or when its output is
+        laid out in a way this split does not know."""
+        pictures = [picture for _, _, picture in made if picture is not None]
+        try:
+            batch = self.loaded.processor(text=[text for _, text, _ in made],
+                                          images=pictures or None, padding=True,
+                                          return_tensors="pt")
+        except Exception:
+            return None
+        return _split(dict(batch), [picture is not None for _, _, picture in made])
 
     def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
         """Every job's completion, or the RequestError that is its answer instead (jobs not
@@ -222,6 +258,35 @@ def _collate(rows: list[dict[str, Any]], pad_id: int) -> BatchFeature:
         else:
             batch[key] = [item for v in values if v is not None for item in v]
     return BatchFeature(batch)
+
+
+def _split(batch: dict[str, Any], with_picture: list[bool]) -> list[dict[str, Any]] | None:
+    """A left-padded processor batch back into one input per request, as the processor
+    makes it for that request alone: per-token tensors unpadded, and pictures split by the
+    Qwen-VL layout (``pixel_values`` the images' patches one after another, as many as
+    ``image_grid_thw``'s t*h*w per image). None for any other layout."""
+    mask = batch.get("attention_mask")
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
+        return None
+    rows, width = mask.shape
+    lengths = [int(n) for n in mask.sum(dim=1)]
+    out: list[dict[str, Any]] = [{} for _ in range(rows)]
+    owners = [row for row, has in enumerate(with_picture) if has]  # image k is owners[k]'s
+    grid = batch.get("image_grid_thw")
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape == mask.shape:
+            for row, n in enumerate(lengths):
+                out[row][key] = value[row:row + 1, width - n:]
+        elif key == "image_grid_thw" and len(value) == len(owners):
+            for k, row in enumerate(owners):
+                out[row][key] = value[k:k + 1]
+        elif (key == "pixel_values" and isinstance(grid, torch.Tensor)
+              and len(grid) == len(owners) and value.shape[0] == int(grid.prod(dim=1).sum())):
+            for k, part in enumerate(torch.split(value, grid.prod(dim=1).tolist())):
+                out[owners[k]][key] = part
+        else:
+            return None
+    return out
 
 
 def _picture(data: bytes | None) -> Image.Image | None:

@@ -128,3 +128,19 @@ def picture_image(png: bytes):
     from PIL import Image
 
     return Image.open(io.BytesIO(png)).convert("RGB")
+
+
+def test_requests_prepared_together_get_the_inputs_each_gets_alone(loaded, picture) -> None:
+    runner = BatchRunner(loaded)
+    together = [job("a", picture), job("b", None), job(BASE, b"not a png"), job("v", picture)]
+    together[1].messages[0]["content"][0]["text"] = "A longer question, with no picture at all?"
+    errors = runner.prepare_many(together)
+    assert [e is None for e in errors] == [True, True, False, True]
+    for each in (0, 1, 3):
+        alone = job(together[each].adapter, together[each].image)
+        alone.messages = together[each].messages
+        runner.prepare(alone)
+        assert together[each].inputs.keys() == alone.inputs.keys()
+        for key, value in alone.inputs.items():
+            assert together[each].inputs[key].shape == value.shape, key
+            assert bool((together[each].inputs[key] == value).all()), key

@@ -39,7 +39,7 @@ async def api(loaded, run_batch=None, **options):
     async with trio.open_nursery() as nursery:
         runner = BatchRunner(loaded)
         bound = await nursery.start(partial(serve_vlm, served, run_batch or runner.run, MODELS,
-                                            lambda line: None, runner.prepare))
+                                            lambda line: None, runner.prepare_many))
         yield bound
         nursery.cancel_scope.cancel()
 

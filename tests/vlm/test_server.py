@@ -48,7 +48,7 @@ async def server(loaded, run_batch=None, **options):
     run = run_batch or runner.run
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(partial(serve_vlm, served, run, [], lambda line: None,
-                                            runner.prepare))
+                                            runner.prepare_many))
         yield bound
         nursery.cancel_scope.cancel()
 
