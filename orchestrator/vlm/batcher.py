@@ -2,9 +2,9 @@
 to the model, which runs in a worker thread (``trio.to_thread``) so that the trio loop
 keeps accepting connections, answering PINGs and reading frames meanwhile.
 
-Each request is prepared as it arrives (picture decoded, tokens and pixels made, in
-``prepare_threads`` threads of their own), so a batch waits only for the model, and the
-next batch's inputs are made while the current one generates. A batch starts as soon as
+Requests are prepared as they arrive (pictures decoded, tokens and pixels made; all those
+waiting at once in one call, in ``prepare_threads`` threads of their own), so a batch
+waits only for the model, and the next batch's inputs are made while one generates. A batch starts as soon as
 the model is free, unless requests still being prepared could join it: then it waits for
 them until ``max_batch`` requests wait or the oldest has waited ``max_wait_s`` (counted
 from its arrival, so requests that queued while the model was busy go at once). A request
