@@ -4,13 +4,13 @@ keeps accepting connections, answering PINGs and reading frames meanwhile.
 
 Requests are prepared as they arrive (pictures decoded, tokens and pixels made; all those
 waiting at once in one call, in ``prepare_threads`` threads of their own), so a batch
-waits only for the model, and the next batch's inputs are made while one generates. A batch starts as soon as
-the model is free, unless requests still being prepared could join it: then it waits for
-them until ``max_batch`` requests wait or the oldest has waited ``max_wait_s`` (counted
-from its arrival, so requests that queued while the model was busy go at once). A request
-whose caller is cancelled (its client disconnected) leaves the queue; if its batch is
-already running its answer is thrown away. Answers are handed back to each caller, who
-sends its own reply: a batch never waits for a slow client.
+waits only for the model, and the next batch's inputs are made while one generates. A
+batch starts as soon as the model is free, unless requests still being prepared could
+join it: then it waits for them until ``max_batch`` requests wait or the oldest has
+waited ``max_wait_s`` (counted from its arrival, so requests that queued while the model
+was busy go at once). A request whose caller is cancelled (its client disconnected)
+leaves the queue; if its batch is already running its answer is thrown away. Answers are
+handed back to each caller, who sends its own reply: a batch never waits for a slow client.
 """
 
 from __future__ import annotations
