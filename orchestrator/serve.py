@@ -15,14 +15,18 @@ for latency tests and benchmarks.
 
 Engines see a position, not a game: ``genmove(board, color)`` gets the uint8
 ``(size, size)`` array from the request and returns a point or ``PASS``. GO19
-has no resign, so an engine that resigns is answered as a pass.
+has no resign, so an engine that resigns is answered as a pass. A
+:class:`PictureEngine` (a VLM) is asked with the request's PNG too, and its call is
+cancelled when the client closes the connection meanwhile, so an engine that queues
+requests drops the ones nobody waits for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import socket
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import trio
@@ -42,6 +46,15 @@ _RECEIVE_CHUNK = 65536
 
 class Engine(Protocol):
     async def genmove(self, board: np.ndarray, color: int) -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class PictureEngine(Protocol):
+    """An engine that also looks at the picture the client sent (the exact PNG bytes)."""
+
+    async def genmove_picture(self, board: np.ndarray, color: int, png: bytes) -> int: ...
 
     async def aclose(self) -> None: ...
 
@@ -144,7 +157,7 @@ class _Timeout(Exception):
 class _Server:
     def __init__(
         self,
-        engine: Engine,
+        engine: Engine | PictureEngine,
         limits: wire.Limits,
         slots: int,
         delay_ms: float,
@@ -216,7 +229,7 @@ class _Server:
                     await self._send(stream, codec.send(wire.Pong()))
                     continue
                 assert isinstance(event, wire.Request), "a server's codec reads requests"
-                reply = await self._answer(event, peer)
+                reply = await self._answer(event, peer, stream)
                 await self._send(stream, codec.send(reply))
         except wire.RemoteProtocolError as exc:
             stats.bad_frames += 1
@@ -268,24 +281,67 @@ class _Server:
         self._account(me, codec.buffered)  # what is left belongs to the next frame
         return event
 
-    async def _answer(self, request: wire.Request, peer: str) -> wire.MoveReply | wire.ErrorReply:
+    async def _answer(self, request: wire.Request, peer: str,
+                      stream: trio.SocketStream) -> wire.MoveReply | wire.ErrorReply:
         self.stats.requests += 1
         size = request.size
         board = np.frombuffer(request.board, dtype=np.uint8).reshape(size, size)
+        engine = self.engine
         try:
             async with self.limiter:
                 # A fixed service time, like a model's: computing counts towards the delay.
                 started = trio.current_time()
-                point = await self.engine.genmove(board, request.ai_side)
+                if isinstance(engine, PictureEngine):
+                    point = await _while_connected(stream, lambda: engine.genmove_picture(
+                        board, request.ai_side, request.png))
+                else:
+                    point = await engine.genmove(board, request.ai_side)
                 await trio.sleep_until(started + self.delay)
             if point == RESIGN:
                 point = coords.PASS
             return wire.MoveReply(*coords.to_go19(point, size))
+        except _ClientGone:
+            raise
         except Exception as exc:  # any engine failure is this request's answer
             self.stats.error_replies += 1
             message = str(exc) if isinstance(exc, EngineError) else f"engine failed: {exc!r}"
             self.log(f"{peer}: error reply: {message}")
             return wire.ErrorReply(message)
+
+
+class _ClientGone(trio.BrokenResourceError):
+    """The client closed its connection while its request was being computed."""
+
+
+async def _while_connected(stream: trio.SocketStream,
+                           compute: Callable[[], Awaitable[int]]) -> int:
+    """``compute()``, cancelled if the client closes the connection meanwhile."""
+    point: int | None = None
+    failure: Exception | None = None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_cancel_when_closed, stream, nursery.cancel_scope)
+        try:
+            point = await compute()
+        except Exception as exc:  # raised as itself, not inside the nursery's group
+            failure = exc
+        nursery.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    if point is None:
+        raise _ClientGone("the client closed the connection before its answer")
+    return point
+
+
+async def _cancel_when_closed(stream: trio.SocketStream, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` at the peer's EOF or reset. Peeks, so bytes the client sends out
+    of turn stay in the socket for the codec, read after the answer."""
+    try:
+        data = await stream.socket.recv(1, socket.MSG_PEEK)
+    except OSError:
+        data = b""
+    if data:
+        await trio.sleep_forever()
+    scope.cancel()
 
 
 async def _receive(stream: trio.SocketStream) -> bytes:
@@ -308,7 +364,7 @@ def _quiet(_: str) -> None:
 
 
 async def serve_go19(
-    engine: Engine,
+    engine: Engine | PictureEngine,
     host: str | None = "127.0.0.1",
     port: int = 5019,
     *,

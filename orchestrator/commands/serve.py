@@ -1,4 +1,5 @@
-"""`go19 serve`: a move engine (heuristic, random or a GTP command) behind a GO19 port."""
+"""`go19 serve`: a move engine (heuristic, random or a GTP command) behind a GO19 port, or
+(``--engine hf``, :mod:`.serve_hf`) a VLM with LoRA adapters behind several."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 
 import trio
 
-from orchestrator.commands import examples
+from orchestrator.commands import examples, serve_hf
 from orchestrator.players.address import AddressError, check_host
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.player_pool import PlayerPool
@@ -22,31 +23,41 @@ from orchestrator.serve import (
 )
 from orchestrator.words import plural
 
-ENGINE_HELP = 'heuristic, random, or gtp:"COMMAND ARGS" (one engine process per slot)'
+ENGINE_HELP = ('heuristic, random, gtp:"COMMAND ARGS" (one engine process per slot), or hf '
+               '(a transformers VLM with LoRA adapters: see --model)')
+DEFAULT_PORT = 5019
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="serve a move engine over the GO19 protocol",
-        description="Answer GO19 requests with the built-in heuristic AI, the random player or "
-        "a GTP engine. The first line on stdout is 'serving GO19 on HOST:PORT'.",
+        description="Answer GO19 requests with the built-in heuristic AI, the random player, "
+        "a GTP engine, or a vision-language model and its LoRA adapters (--engine hf, "
+        "docs/vlm.md). The first line on stdout is 'serving GO19 on HOST:PORT' (with --engine "
+        "hf: the last start-up line, 'serving GO19 on HOST:PORT (ADAPTER), ...').",
         epilog=examples(
-            "go19 serve --engine heuristic --port 5019",
             'go19 serve --engine gtp:"/usr/games/gnugo --mode gtp --level 0" --port 5020 '
             "--slots 4",
+            "go19 serve --engine hf --model models/Qwen3-VL-8B-Instruct --adapter "
+            "r5=loras/r5 --adapter r4=loras/r4 --listen r5=:5019 --listen r4=:5020 "
+            "--openai :8000",
         ),
     )
     parser.add_argument("--engine", default="heuristic", help=ENGINE_HELP)
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on "
                         "(default 127.0.0.1; 0.0.0.0 for every interface)")
-    parser.add_argument("--port", type=int, default=5019, help="TCP port; 0 picks a free one")
+    parser.add_argument("--port", type=int, default=None,
+                        help=f"TCP port; 0 picks a free one (default {DEFAULT_PORT}; "
+                        "--engine hf takes --listen instead)")
     parser.add_argument("--slots", type=int, default=1, help="engine computations at once")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="hold each answer back")
-    parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random "
-                        "(default: a fresh one at each start)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random, and of "
+                        "--engine hf's sampling (default: a fresh one at each start)")
     parser.add_argument("--level", type=int, default=2, help="heuristic level (0..2)")
-    parser.add_argument("--komi", type=float, default=7.5, help="komi told to GTP engines")
+    parser.add_argument("--komi", type=float, default=7.5,
+                        help="komi told to GTP engines, and written in a VLM's prompt (a "
+                        "GO19 request does not carry it)")
     parser.add_argument("--size", type=int, action="append", dest="sizes", metavar="N",
                         help="board size to accept (repeatable; default 19)")
     parser.add_argument("--idle-timeout", type=float, default=60.0, metavar="S",
@@ -59,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="memory for unfinished frames of all connections together; over "
                         "it, the connection whose frame started first is dropped (default 256)")
     parser.add_argument("--quiet", action="store_true", help="no per-connection log on stderr")
+    serve_hf.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -117,6 +129,14 @@ async def _serve(args: argparse.Namespace, engine: Engine) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.engine == "hf":
+        return serve_hf.run(args)
+    misplaced = serve_hf.given_options(args)
+    if misplaced:
+        print(f"serve: {misplaced[0]} is an option of --engine hf", file=sys.stderr)
+        return 2
+    if args.port is None:
+        args.port = DEFAULT_PORT
     problems = [
         f"--{name} must be {rule}"
         for name, bad, rule in (

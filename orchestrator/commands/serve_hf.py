@@ -1,0 +1,269 @@
+"""`go19 serve --engine hf`: its options, their checks, and the call into
+:mod:`orchestrator.vlm` (imported only here, and only for this engine: torch stays out of
+every other command)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from orchestrator.coords import MOVE_TEXTS
+from orchestrator.prompt import PromptError, read_template
+
+if TYPE_CHECKING:
+    from orchestrator.vlm.loading import AdapterInfo
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+BASE = "base"  # orchestrator.vlm.jobs.BASE, without importing the package before the checks
+EXTRA_LINE = ("--engine hf needs the vlm extra: pip install 'go19[vlm]' (on a GPU box, the "
+              "CUDA build of torch first: docs/vlm.md)")
+
+# (option, dest, default): the options that mean something only with --engine hf.
+_HF_OPTIONS: list[tuple[str, str, object]] = []
+
+
+def _add(group: argparse._ArgumentGroup, option: str, **kwargs: object) -> None:
+    action = group.add_argument(option, **kwargs)  # type: ignore[arg-type]
+    _HF_OPTIONS.append((option, action.dest, action.default))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "--engine hf", "A vision-language model (transformers' AutoModelForImageTextToText) "
+        "and its peft LoRA adapters, loaded once from local folders (nothing is fetched), "
+        "answering every --listen port and --openai from one batch queue. Needs the vlm "
+        "extra; docs/vlm.md.")
+    _add(group, "--model", type=Path, metavar="DIR",
+         help="the base model's folder (no default: --engine hf needs one)")
+    _add(group, "--adapter", action="append", metavar="NAME=DIR",
+         help="a LoRA adapter folder and the name ports and OpenAI requests call it by "
+         "(repeatable; default: none, the base model alone)")
+    _add(group, "--listen", action="append", metavar="NAME=[HOST:]PORT",
+         help="a GO19 port answered by adapter NAME ('base': the model without adapter); "
+         "repeatable, HOST defaults to --host (default: none; --openai alone serves no "
+         "GO19 port)")
+    _add(group, "--openai", metavar="[HOST:]PORT", help="also serve the OpenAI-compatible "
+         "API (GET /v1/models, POST /v1/chat/completions; model = the adapter name) "
+         "(default: none)")
+    _add(group, "--max-batch", type=int, default=32, metavar="N",
+         help="requests of all ports in one batch at most (1: no batching)")
+    _add(group, "--max-wait-ms", type=float, default=5.0, metavar="MS",
+         help="how long a batch may wait for requests still being prepared to join it (it "
+         "never waits for requests not yet arrived)")
+    _add(group, "--batch-adapters", choices=("mixed", "split"), default="mixed",
+         help="mixed: requests of several adapters share a generate call (adapters on the "
+         "language model only; one that touches the vision tower always gets its own); "
+         "split: one call per adapter")
+    _add(group, "--max-new-tokens", type=int, default=8, metavar="N",
+         help="tokens an answer may have (OpenAI requests: when they set no max_tokens)")
+    _add(group, "--temperature", type=float, default=0.0,
+         help="0 decodes greedily; above, answers are sampled (repeatable with --seed)")
+    _add(group, "--prompt", type=Path, metavar="FILE", help="prompt template, the file "
+         "`go19 dataset export --prompt` took (default: the shipped template)")
+    _add(group, "--answer", choices=MOVE_TEXTS, default="gtp",
+         help="how the model spells a move, as the export wrote it (gtp Q16, sgf pd, rowcol "
+         "3,15); the first token of the reply that spells one is played")
+    _add(group, "--constrain", choices=("none", "legal"), default="none",
+         help="legal: decode only the spelling of an empty point that is not suicide, or "
+         "pass; ko and superko cannot be known (a GO19 request has no history)")
+    _add(group, "--device", default="auto",
+         help="auto (the first CUDA device if torch sees one, else cpu), cpu, cuda, cuda:N")
+    _add(group, "--dtype", choices=("auto", "bfloat16", "float16", "float32"), default="auto",
+         help="auto: bfloat16 on a GPU (float16 where it lacks bfloat16), float32 on the CPU")
+    _add(group, "--threads", type=int, metavar="N",
+         help="torch's CPU threads for the model (default: torch's own choice, the cores); "
+         "pictures are prepared in up to 4 threads beside them")
+    _add(group, "--log-requests", action="store_true",
+         help="one stderr line per request: adapter, batch size, queue wait, generate time, "
+         "tokens")
+    _add(group, "--summary-s", type=float, default=60.0, metavar="S",
+         help="a summary line on stderr every S seconds (requests/s, mean batch, p50/p95 "
+         "latency per adapter); 0: none")
+
+
+def given_options(args: argparse.Namespace) -> list[str]:
+    """The --engine hf options given a value other than their default."""
+    return [option for option, dest, default in _HF_OPTIONS
+            if getattr(args, dest) != default]
+
+
+def _named(text: str, what: str) -> tuple[str, str]:
+    name, sep, rest = text.partition("=")
+    if not sep or not rest:
+        raise ValueError(f"{what} {text!r}: expected NAME=...")
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"{what} {text!r}: a name is letters, digits, '.', '_' and '-'")
+    return name, rest
+
+
+def _bind(text: str, default_host: str, what: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]") if sep and host else default_host
+    if not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"{what}: bad address {text!r}, expected [HOST:]PORT with a port in "
+                         "0..65535")
+    return host, int(port)
+
+
+def _check(args: argparse.Namespace) -> None:
+    """Every command-line problem as a ValueError, before anything is loaded."""
+    if args.port is not None:
+        raise ValueError("--engine hf takes --listen NAME=[HOST:]PORT (one per adapter), "
+                         "not --port")
+    if args.model is None:
+        raise ValueError("--engine hf needs --model DIR")
+    if not args.model.is_dir():
+        raise ValueError(f"--model {args.model}: no such folder")
+    adapters: dict[str, Path] = {}
+    for text in args.adapter or ():
+        name, folder = _named(text, "--adapter")
+        if name == BASE:
+            raise ValueError(f"--adapter {text!r}: '{BASE}' is the model without adapter")
+        if name in adapters:
+            raise ValueError(f"--adapter {name} is given twice")
+        if not Path(folder).is_dir():
+            raise ValueError(f"--adapter {text}: no such folder")
+        adapters[name] = Path(folder)
+    args.adapters = adapters
+    args.listens = []
+    seen: set[tuple[str, int]] = set()
+    for text in args.listen or ():
+        name, address = _named(text, "--listen")
+        if name != BASE and name not in adapters:
+            raise ValueError(f"--listen {text!r}: no adapter named {name!r} (adapters: "
+                             f"{', '.join([BASE, *adapters])})")
+        host, port = _bind(address, args.host, f"--listen {text!r}")
+        if port and (host, port) in seen:
+            raise ValueError(f"--listen {text!r}: that address is already listened on")
+        seen.add((host, port))
+        args.listens.append((name, host, port))
+    args.openai_bind = None if args.openai is None else _bind(args.openai, args.host, "--openai")
+    if not args.listens and args.openai_bind is None:
+        raise ValueError("--engine hf needs a --listen NAME=[HOST:]PORT or --openai [HOST:]PORT")
+    for name, bad, rule in (
+        ("max-batch", args.max_batch < 1, "at least 1"),
+        ("max-wait-ms", not args.max_wait_ms >= 0, "zero or more"),
+        ("max-new-tokens", not 1 <= args.max_new_tokens <= 1024, "in 1..1024"),
+        ("temperature", not 0 <= args.temperature <= 2, "in 0..2"),
+        ("summary-s", not args.summary_s >= 0, "zero or more"),
+        ("threads", args.threads is not None and args.threads < 1, "at least 1"),
+        ("size", any(s != 19 for s in args.sizes or ()), "19: the prompt speaks of 19x19"),
+        ("idle-timeout", not args.idle_timeout > 0, "positive"),
+        ("frame-timeout", not args.frame_timeout > 0, "positive"),
+        ("max-connections", args.max_connections < 1, "at least 1"),
+        ("partial-budget-mib", not args.partial_budget_mib > 0, "positive"),
+    ):
+        if bad:
+            raise ValueError(f"--{name} must be {rule}")
+
+
+def _extra_problem() -> str | None:
+    """Why the vlm extra cannot be used here, or None. torch is looked for first: the
+    libraries after it print warnings of their own when it is missing."""
+    for name in ("torch", "transformers", "peft"):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return f"{EXTRA_LINE}; {exc.name or name} is missing"
+    try:
+        import torchvision  # noqa: F401  (Qwen-VL processors need its video processor)
+    except ImportError:
+        return f"{EXTRA_LINE}; torchvision is missing"
+    except Exception as exc:  # a torchvision built for another torch fails at import
+        import torch
+
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return (f"torchvision does not import beside torch {torch.__version__}: {first}; "
+                "install the pair together (docs/vlm.md)")
+    return None
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        _check(args)
+        template = read_template(args.prompt)
+    except (ValueError, PromptError) as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
+    problem = _extra_problem()
+    if problem:
+        print(f"serve: {problem}", file=sys.stderr)
+        return 2
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    from orchestrator.vlm.generation import BatchRunner
+    from orchestrator.vlm.loading import LoadError, load
+    from orchestrator.vlm.openai_app import ServedModel
+    from orchestrator.vlm.server import Listen, ListenError, ServeOptions, serve_vlm, startup_lines
+
+    try:
+        loaded = load(args.model, args.adapters, args.device, args.dtype)
+    except LoadError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
+    mixing = args.batch_adapters == "mixed"
+    options = ServeOptions(
+        listens=[Listen(*listen) for listen in args.listens], template=template,
+        openai=args.openai_bind, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, answer=args.answer,
+        komi=args.komi, constrain=args.constrain == "legal", log_requests=args.log_requests,
+        summary_s=args.summary_s, idle_timeout=args.idle_timeout,
+        frame_timeout=args.frame_timeout, max_connections=args.max_connections,
+        partial_budget=int(args.partial_budget_mib * (1 << 20)),
+        connection_log=(lambda _: None) if args.quiet else _stderr,
+    )
+    runner = BatchRunner(loaded, mixing=mixing, seed=args.seed)
+    models = [ServedModel(BASE, str(args.model), None)] + [
+        ServedModel(name, str(info.path), BASE) for name, info in loaded.adapters.items()]
+    inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
+    parameters = sum(p.numel() for p in inner.parameters())
+    model_line = f"{args.model} ({type(inner).__name__}, {parameters / 1e6:.2f} M parameters)"
+    described = [(name, _describe(info, mixing)) for name, info in loaded.adapters.items()]
+    if any(adapter == BASE for adapter, _, _ in args.listens):
+        described.insert(0, (BASE, "the model without adapter"))
+    failed: list[str] = []
+
+    async def main() -> None:
+        # Hypercorn takes a KeyboardInterrupt as its own shutdown and returns: the signals
+        # end everything here instead (as in `go19 play`).
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                try:
+                    bound = await nursery.start(serve_vlm, options, runner.run, models, _stderr,
+                                                runner.prepare_many)
+                except ListenError as exc:
+                    failed.append(str(exc))
+                    return
+                device = f"{loaded.device} ({str(loaded.dtype).removeprefix('torch.')})"
+                for line in startup_lines(device, model_line, described, bound):
+                    print(line, flush=True)
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+    trio.run(main)
+    if failed:
+        print(f"serve: {failed[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _describe(info: AdapterInfo, mixing: bool) -> str:
+    if not info.mixable:
+        batches = f"batches of its own ({info.why_not_mixable})"
+    else:
+        batches = "mixed batches" if mixing else "batches of its own (--batch-adapters split)"
+    return f"rank {info.rank}, targets {info.targets}, {batches}"

@@ -1,0 +1,305 @@
+"""One batch of requests through the processor and ``generate``: synchronous, run by the
+batcher in its one worker thread, so nothing here may touch trio.
+
+Adapters in a batch: rows of *mixable* adapters (and of ``base``) share one ``generate``
+call, each row with its own adapter: every LoRA layer of the language model gets the
+batch's per-row adapter names, as peft's ``adapter_names=`` does, while LoRA layers
+outside it (the vision tower of another adapter), whose rows are image patches rather
+than requests, get ``__base__`` for every patch. peft's own ``adapter_names=`` passes the
+per-request list to those layers too and fails on the count (patches, not requests), which
+is why the hooks are set here. An adapter that is not mixable (see :mod:`.loading`) runs
+in calls of its own with ``set_adapter``; ``mixing=False`` splits every adapter that way.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers import BatchFeature, GenerationConfig, LogitsProcessorList
+
+from orchestrator.vlm.decoding import ChoiceTrie, RowControls
+from orchestrator.vlm.jobs import BASE, BatchTimes, Completion, Job, RequestError
+from orchestrator.vlm.loading import Loaded
+
+MAX_PICTURE_PIXELS = 4096 * 4096  # a larger picture is refused before it is decoded
+_CHOICE_CACHE = 65536  # token ids of this many choice strings are kept
+
+
+class BatchRunner:
+    def __init__(self, loaded: Loaded, mixing: bool = True, seed: int | None = None) -> None:
+        self.loaded = loaded
+        self.mixing = mixing
+        self._seeds = random.Random(seed)  # seeds of sampled requests that bring none
+        self._active: str | None = None
+        self._choice_ids: dict[str, list[int]] = {}
+        self._tokenizer = loaded.processor.tokenizer
+
+    def prepare(self, job: Job) -> None:
+        """The request's own inputs (picture decoded, chat template, processor: its tokens
+        and pixels), on ``job.inputs``; a RequestError when they cannot be made."""
+        error = self.prepare_many([job])[0]
+        if error is not None:
+            raise error
+
+    def prepare_many(self, jobs: list[Job]) -> list[RequestError | None]:
+        """:meth:`prepare` for requests that arrived together, with one processor call
+        (about half the CPU per picture of one call each), its output split back per
+        request; each request's RequestError, or None. Thread-safe: run beside ``run``."""
+        started = time.perf_counter()
+        errors: list[RequestError | None] = [None] * len(jobs)
+        made: list[tuple[int, str, Image.Image | None]] = []
+        for i, job in enumerate(jobs):
+            try:
+                made.append((i, self._chat_text(job), _picture(job.image)))
+            except RequestError as exc:
+                errors[i] = exc
+        inputs = self._process_together(made) if len(made) > 1 else None
+        for k, (i, text, picture) in enumerate(made):
+            try:
+                jobs[i].inputs = inputs[k] if inputs is not None else self._process(text, picture)
+            except RequestError as exc:
+                errors[i] = exc
+        spent = (time.perf_counter() - started) / max(len(jobs), 1)
+        for job in jobs:
+            job.prepare_s = spent
+        return errors
+
+    def _process(self, text: str, picture: Image.Image | None) -> dict[str, Any]:
+        try:
+            return dict(self.loaded.processor(text=[text], images=picture, return_tensors="pt"))
+        except Exception as exc:  # the processor's own refusal of this request's content
+            raise RequestError(f"the processor refuses this request: {exc}") from None
+
+    def _process_together(self, made: list[tuple[int, str, Image.Image | None]]
+                          ) -> list[dict[str, Any]] | None:
+        """One processor call for all, split per request; None when the call fails (one
+        request's content: each is then made alone, to find whose) or when its output is
+        laid out in a way this split does not know."""
+        pictures = [picture for _, _, picture in made if picture is not None]
+        try:
+            batch = self.loaded.processor(text=[text for _, text, _ in made],
+                                          images=pictures or None, padding=True,
+                                          return_tensors="pt")
+        except Exception:
+            return None
+        return _split(dict(batch), [picture is not None for _, _, picture in made])
+
+    def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
+        """Every job's completion, or the RequestError that is its answer instead (jobs not
+        prepared yet are prepared here)."""
+        times = BatchTimes()
+        results: list[Completion | RequestError | None] = [None] * len(jobs)
+        ready: list[int] = []
+        for i, job in enumerate(jobs):
+            if job.inputs is None:
+                try:
+                    self.prepare(job)
+                except RequestError as exc:
+                    results[i] = exc
+                    continue
+            ready.append(i)
+        for rows in self._calls([(i, jobs[i].adapter) for i in ready]):
+            outcomes = self._generate([jobs[i] for i in rows], times)
+            for i, outcome in zip(rows, outcomes, strict=True):
+                results[i] = outcome
+        assert all(result is not None for result in results)
+        return results, times  # type: ignore[return-value]
+
+    def _calls(self, rows: list[tuple[int, str]]) -> list[list[int]]:
+        """The batch's rows, grouped into generate calls."""
+        shared: list[int] = []
+        alone: dict[str, list[int]] = {}
+        for i, adapter in rows:
+            info = self.loaded.adapters.get(adapter)
+            if self.mixing and (adapter == BASE or (info is not None and info.mixable)):
+                shared.append(i)
+            else:
+                alone.setdefault(adapter, []).append(i)
+        return [group for group in (shared, *alone.values()) if group]
+
+    def _chat_text(self, job: Job) -> str:
+        if job.adapter not in self.loaded.names:
+            raise RequestError(f"no adapter named {job.adapter!r}")
+        try:
+            return self.loaded.processor.apply_chat_template(
+                job.messages, add_generation_prompt=True, tokenize=False)
+        except Exception as exc:  # jinja errors, content the template does not know
+            raise RequestError(f"the chat template cannot render these messages: {exc}"
+                               ) from None
+
+    def _generate(self, jobs: list[Job], times: BatchTimes) -> list[Completion | RequestError]:
+        started = time.perf_counter()
+        loaded = self.loaded
+        inputs = _collate([job.inputs for job in jobs if job.inputs is not None],
+                          loaded.pad_id).to(loaded.device)
+        prompt_len = inputs["input_ids"].shape[1]
+        controls = RowControls(prompt_len, loaded.eos_ids)
+        failed: dict[int, RequestError] = {}
+        for row, job in enumerate(jobs):
+            try:
+                trie = self._trie(job.sampling.choices)
+            except ValueError as exc:
+                failed[row] = RequestError(str(exc))
+                trie = None
+            seed = job.sampling.seed
+            if seed is None and job.sampling.temperature > 0:
+                seed = self._seeds.getrandbits(63)
+            controls.add(job.sampling, trie, seed, loaded.device)
+        config = GenerationConfig(
+            max_new_tokens=max(job.sampling.max_tokens for job in jobs), do_sample=False,
+            num_beams=1, eos_token_id=list(loaded.eos_ids), pad_token_id=loaded.pad_id,
+            repetition_penalty=1.0,
+        )
+        times.prepare_s += time.perf_counter() - started
+        started = time.perf_counter()
+        with torch.inference_mode(), self._adapters([job.adapter for job in jobs]):
+            output = loaded.model.generate(**inputs, generation_config=config,
+                                           logits_processor=LogitsProcessorList([controls]))
+        times.generate_s += time.perf_counter() - started
+        times.calls += 1
+        times.rows.append(len(jobs))
+        started = time.perf_counter()
+        answers: list[Completion | RequestError] = []
+        for row in range(len(jobs)):
+            if row in failed:
+                answers.append(failed[row])
+                continue
+            answers.append(self._completion(output[row, prompt_len:].tolist(),
+                                            int(inputs["attention_mask"][row].sum()),
+                                            controls.cut_at_limit(row)))
+        times.finish_s += time.perf_counter() - started
+        return answers
+
+    def _completion(self, generated: list[int], prompt_tokens: int, cut: bool) -> Completion:
+        eos = self.loaded.eos_ids
+        stop = next((k for k, token in enumerate(generated) if token in eos), None)
+        answer = generated if stop is None else generated[:stop]
+        ended = stop is not None and not cut
+        text = self._tokenizer.decode(answer, skip_special_tokens=True)
+        return Completion(text, prompt_tokens, len(answer) + ended,
+                          "stop" if ended else "length")
+
+    def _trie(self, choices: tuple[str, ...] | None) -> ChoiceTrie | None:
+        if choices is None:
+            return None
+        missing = [c for c in dict.fromkeys(choices) if c not in self._choice_ids]
+        if missing:
+            if len(self._choice_ids) + len(missing) > _CHOICE_CACHE:
+                self._choice_ids.clear()
+            encoded = self._tokenizer(missing, add_special_tokens=False)["input_ids"]
+            self._choice_ids.update(zip(missing, encoded, strict=True))
+        return ChoiceTrie(self._choice_ids[c] for c in choices)
+
+    def _adapters(self, names: list[str]) -> Any:
+        """The context a generate call over rows of adapters ``names`` runs in."""
+        model = self.loaded.model
+        if not self.loaded.adapters:
+            return nullcontext()
+        if len(set(names)) == 1:
+            (name,) = set(names)
+            if name == BASE:
+                return model.disable_adapter()
+            if self._active != name:
+                model.set_adapter(name, inference_mode=True)
+                self._active = name
+            return nullcontext()
+        return _row_adapters(self.loaded, names)
+
+
+@contextmanager
+def _row_adapters(loaded: Loaded, names: list[str]) -> Iterator[None]:
+    per_row = [name if name != BASE else "__base__" for name in names]
+    handles = []
+
+    def language(_module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        kwargs["adapter_names"] = per_row
+        return args, kwargs
+
+    def elsewhere(_module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        kwargs["adapter_names"] = ["__base__"] * args[0].shape[0]
+        return args, kwargs
+
+    try:
+        for layer, in_language in loaded.lora_layers:
+            handles.append(layer.register_forward_pre_hook(
+                language if in_language else elsewhere, with_kwargs=True))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _collate(rows: list[dict[str, Any]], pad_id: int) -> BatchFeature:
+    """Requests prepared one by one as one batch, as the processor would have made it with
+    left padding: per-token tensors (``(1, length)``: input ids, attention mask, token
+    types) padded on the left, everything else (pixels, image grids: absent from a request
+    without a picture) concatenated."""
+    lengths = [row["input_ids"].shape[1] for row in rows]
+    longest = max(lengths)
+    batch: dict[str, Any] = {}
+    for key in dict.fromkeys(key for row in rows for key in row):
+        values = [row.get(key) for row in rows]
+        if all(isinstance(v, torch.Tensor) and v.dim() == 2 and v.shape == (1, n)
+               for v, n in zip(values, lengths, strict=True) if v is not None):
+            fill = pad_id if key == "input_ids" else 0
+            batch[key] = torch.cat([
+                torch.nn.functional.pad(v if v is not None else torch.zeros(1, n, dtype=torch.long),
+                                        (longest - n, 0), value=fill)
+                for v, n in zip(values, lengths, strict=True)])
+        elif all(isinstance(v, torch.Tensor) for v in values if v is not None):
+            batch[key] = torch.cat([v for v in values if v is not None])
+        else:
+            batch[key] = [item for v in values if v is not None for item in v]
+    return BatchFeature(batch)
+
+
+def _split(batch: dict[str, Any], with_picture: list[bool]) -> list[dict[str, Any]] | None:
+    """A left-padded processor batch back into one input per request, as the processor
+    makes it for that request alone: per-token tensors unpadded, and pictures split by the
+    Qwen-VL layout (``pixel_values`` the images' patches one after another, as many as
+    ``image_grid_thw``'s t*h*w per image). None for any other layout."""
+    mask = batch.get("attention_mask")
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
+        return None
+    rows, width = mask.shape
+    lengths = [int(n) for n in mask.sum(dim=1)]
+    out: list[dict[str, Any]] = [{} for _ in range(rows)]
+    owners = [row for row, has in enumerate(with_picture) if has]  # image k is owners[k]'s
+    grid = batch.get("image_grid_thw")
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape == mask.shape:
+            for row, n in enumerate(lengths):
+                out[row][key] = value[row:row + 1, width - n:]
+        elif key == "image_grid_thw" and len(value) == len(owners):
+            for k, row in enumerate(owners):
+                out[row][key] = value[k:k + 1]
+        elif (key == "pixel_values" and isinstance(grid, torch.Tensor)
+              and len(grid) == len(owners) and value.shape[0] == int(grid.prod(dim=1).sum())):
+            for k, part in enumerate(torch.split(value, grid.prod(dim=1).tolist())):
+                out[owners[k]][key] = part
+        else:
+            return None
+    return out
+
+
+def _picture(data: bytes | None) -> Image.Image | None:
+    if data is None:
+        return None
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        if width * height > MAX_PICTURE_PIXELS:
+            raise RequestError(f"the picture is {width}x{height} pixels, over the "
+                               f"{MAX_PICTURE_PIXELS} pixels served")
+        return image.convert("RGB")
+    except RequestError:
+        raise
+    except Exception as exc:  # Pillow's many ways of saying "not a picture"
+        raise RequestError(f"the picture cannot be decoded: {exc}") from None

@@ -1,0 +1,63 @@
+"""tests/vlm: the `vlm` extra (torch, torchvision, transformers, peft) and the real SGF
+corpus are needed; without them every test here skips with one reason."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests.conftest import REAL_SGF
+
+MISSING = [name for name in ("torch", "torchvision", "transformers", "peft", "tokenizers")
+           if importlib.util.find_spec(name) is None]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = None
+    if MISSING:
+        reason = (f"the vlm extra is not installed ({', '.join(MISSING)} missing): "
+                  "pip install torch==2.14.1 torchvision==0.29.1 && pip install -e '.[vlm]'")
+    elif not REAL_SGF.is_dir():
+        reason = f"real SGF corpus not found at {REAL_SGF}: the adapters train on its export"
+    if reason:
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if "tests/vlm/" in str(item.fspath):
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    from tests.vlm.tiny import tiny_model
+
+    return tiny_model()
+
+
+@pytest.fixture(scope="session")
+def loaded(tiny):
+    """The tiny model with adapters a, b (language model) and v (vision tower too), in
+    this process."""
+    import torch
+
+    from orchestrator.vlm.loading import load
+
+    torch.set_num_threads(1)  # a tiny model on a shared machine: more threads only contend
+    return load(tiny.model, {name: tiny.adapter(name) for name in ("a", "b", "v")}, "cpu")
+
+
+class Gate:
+    """The real batch runner behind a gate: the first batch holds the model (in its worker
+    thread) until ``release`` is set, so tests can act while the model is busy."""
+
+    def __init__(self, runner) -> None:
+        import threading
+
+        self.runner = runner
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def run(self, jobs):
+        self.entered.set()
+        self.release.wait(60)
+        return self.runner.run(jobs)

@@ -1,0 +1,58 @@
+"""What `load` refuses, in one line naming the folder, and how it classes adapters (the
+real tiny model and adapters, in this process)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("torch", reason="the vlm extra is not installed")
+
+from orchestrator.vlm.loading import LoadError, load  # noqa: E402
+
+
+def refusal(*args, **kwargs) -> str:
+    with pytest.raises(LoadError) as caught:
+        load(*args, **kwargs)
+    text = str(caught.value)
+    assert "\n" not in text
+    return text
+
+
+def test_adapters_are_classed_by_where_their_lora_modules_are(loaded) -> None:
+    a, b, v = (loaded.adapters[name] for name in "abv")
+    assert (a.rank, a.targets, a.mixable) == (8, "k_proj,lm_head,o_proj,q_proj,v_proj", True)
+    assert b.mixable
+    assert not v.mixable
+    assert v.why_not_mixable == "2 of its LoRA modules are outside the language model"
+    assert loaded.names == ["base", "a", "b", "v"]
+
+
+def test_a_config_transformers_cannot_load_is_one_line(tiny, tmp_path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny.model, broken)
+    (broken / "config.json").write_text('{"model_type": "no_such_model"}')
+    text = refusal(broken, {}, "cpu")
+    assert text.startswith(f"--model {broken}: transformers cannot load it: ")
+
+
+def test_adapters_of_other_models_and_non_adapters_are_refused(tiny, tmp_path) -> None:
+    deep = refusal(tiny.model, {"d": tiny.adapter("deep")}, "cpu")
+    assert deep == (f"--adapter d={tiny.adapter('deep')}: does not fit {tiny.model} (trained on "
+                    "an unnamed model): 8 of its 27 tensors match no module of this model")
+    wide = refusal(tiny.model, {"w": tiny.adapter("wide")}, "cpu")
+    assert wide.startswith(f"--adapter w={tiny.adapter('wide')}: does not fit ")
+    assert "size mismatch for " in wide and "torch.Size([8, 48])" in wide
+    (tmp_path / "empty").mkdir()
+    empty = refusal(tiny.model, {"e": tmp_path / "empty"}, "cpu")
+    assert empty.startswith(f"--adapter e={tmp_path / 'empty'}: not a peft adapter folder")
+
+
+def test_a_cuda_device_that_is_not_there_is_refused() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    text = refusal("unused", {}, "cuda:0")
+    assert text.startswith("--device cuda:0: torch ") and text.endswith("sees no CUDA device")

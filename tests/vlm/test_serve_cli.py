@@ -1,0 +1,217 @@
+"""The whole loop on a real model: `go19 serve --engine hf` as a process, with two adapters
+on two GO19 ports and the OpenAI port, and a real `collect` of games between them; then
+the command's one-line refusals, and that no other command imports torch."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+import sgfmill.sgf
+import trio
+
+from orchestrator.collect.run import CollectOptions, collect
+from orchestrator.coords import to_gtp
+from orchestrator.files import read_sgf_file
+from orchestrator.recordings import JOURNAL, read_journal
+from orchestrator.render import render_png
+from orchestrator.rules.replay import replay
+from tests.conftest import REPO
+from tests.vlm.tiny import ANSWERS, Tiny
+
+CLI = [sys.executable, "-m", "orchestrator.cli"]
+SERVING = re.compile(r"serving GO19 on (.*?)(?:; OpenAI API on (\S+))?$")
+MATCHUP = """
+[run]
+name = "vlm"
+seed = 5
+[players.a]
+kind = "go19"
+replicas = ["{a}"]
+slots = 4
+adapter = "tiny Qwen2.5-VL + LoRA a (always Q16)"
+[players.b]
+kind = "go19"
+replicas = ["{b}"]
+slots = 4
+adapter = "tiny Qwen2.5-VL + LoRA b (always D4)"
+[pairing]
+black = "a"
+white = "b"
+alternate_colors = true
+[game]
+size = 19
+komi = 6.5
+move_cap = 16
+move_timeout_s = 120
+concurrency = 4
+"""
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen, lines: list[str], stderr: Path) -> None:
+        self.process = process
+        self.lines = lines
+        self.stderr = stderr
+        match = SERVING.match(lines[-1])
+        assert match, lines
+        self.go19 = dict((name, address) for address, name in
+                         re.findall(r"(\S+) \((\w+)\)", match.group(1)))
+        self.openai = match.group(2)
+
+
+@pytest.fixture(scope="module")
+def served(tiny: Tiny, tmp_path_factory) -> Iterator[Served]:
+    stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
+    with open(stderr, "wb") as err:
+        process = subprocess.Popen(
+            [*CLI, "serve", "--engine", "hf", "--model", str(tiny.model),
+             "--adapter", f"a={tiny.adapter('a')}", "--adapter", f"b={tiny.adapter('b')}",
+             "--listen", "a=:0", "--listen", "b=:0", "--openai", ":0", "--komi", "6.5",
+             "--device", "cpu", "--threads", "1", "--log-requests"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
+    timer = threading.Timer(300, process.kill)  # a server that never comes up fails, not hangs
+    timer.start()
+    lines: list[str] = []
+    try:
+        while not lines or not lines[-1].startswith("serving"):
+            line = process.stdout.readline()
+            assert line, f"serve exited before serving: {lines} {stderr.read_text()[-2000:]}"
+            lines.append(line.rstrip("\n"))
+    finally:
+        timer.cancel()
+    try:
+        yield Served(process, lines, stderr)
+    finally:
+        process.terminate()
+        process.wait(30)
+        process.stdout.close()
+
+
+def test_start_up_says_device_adapters_and_ports(served: Served) -> None:
+    device, a, b, serving = served.lines
+    assert device.startswith("device cpu (float32); model ")
+    assert "Qwen2_5_VLForConditionalGeneration" in device
+    for line, name in ((a, "a"), (b, "b")):
+        assert line.startswith(f"adapter {name}: rank 8, targets k_proj,lm_head,o_proj,q_proj,"
+                               "v_proj, mixed batches; GO19 127.0.0.1:")
+        assert line.endswith(served.go19[name])
+    assert served.openai.startswith("http://127.0.0.1:") and served.openai.endswith("/v1")
+
+
+async def test_a_collect_between_two_adapters_of_one_process(served: Served, tmp_path) -> None:
+    matchup = tmp_path / "vlm.toml"
+    matchup.write_text(MATCHUP.format(a=served.go19["a"], b=served.go19["b"]))
+    summary = await collect(CollectOptions(matchup, games=4, recordings=tmp_path / "rec",
+                                           dashboard=False), lambda event: None,
+                            preflight_log=lambda line: None)
+    assert summary.exit_code == 0 and summary.state.done == 4
+    records = read_journal(summary.run_dir / JOURNAL).records
+    assert len(records) == 4 and {r.black for r in records} == {"a", "b"}
+    for record in records:
+        (game,) = read_sgf_file(summary.run_dir / record.sgf)
+        names = {1: record.black, 2: record.white}
+        own_first: dict[str, tuple[str | None, str]] = {}
+        for move in game.moves:
+            name = names[move.color]
+            if name not in own_first:
+                own_first[name] = (move.source, to_gtp(move.point, 19))
+        # Each adapter's first move is its own policy's and is the move it learned.
+        assert own_first == {name: (None, ANSWERS[name]) for name in ("a", "b")}, record.sgf
+        assert replay(game).board.stone_count(1) > 0  # replays under go19's rules
+        with open(summary.run_dir / record.sgf, "rb") as fh:
+            sgf = sgfmill.sgf.Sgf_game.from_bytes(fh.read())
+        assert len(sgf.get_main_sequence()) - 1 == record.moves == len(game.moves)
+    log = served.stderr.read_text()
+    assert re.search(r"request [ab]: batch [2-9]", log), "no batch of several requests ran"
+
+
+async def test_the_openai_port_answers_as_the_adapter_named(served: Served) -> None:
+    png = render_png(np.zeros((19, 19), np.uint8), None, 512)
+    body = json.dumps({"model": "a", "max_tokens": 8, "temperature": 0, "messages": [
+        {"role": "user", "content": [
+            {"type": "image_url",
+             "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}},
+            {"type": "text", "text": "Your move?"}]}]})
+
+    def post() -> dict:
+        parts = urlsplit(served.openai)
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        connection.request("POST", parts.path + "/chat/completions", body,
+                           {"Content-Type": "application/json"})
+        return json.loads(connection.getresponse().read())
+
+    reply = await trio.to_thread.run_sync(post)
+    assert reply["choices"][0]["message"]["content"] == "Q16"
+
+
+def test_go19_ping_works_on_every_port(served: Served) -> None:
+    result = subprocess.run([*CLI, "ping", *served.go19.values()], cwd=REPO,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("● OK") == 2
+
+
+def run_serve(*args: str, python: list[str] = CLI) -> subprocess.CompletedProcess:
+    return subprocess.run([*python, "serve", "--engine", "hf", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_refusals_are_one_line_and_exit_2(tiny: Tiny, tmp_path) -> None:
+    missing = run_serve("--model", str(tmp_path / "nowhere"), "--listen", "base=:0")
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert missing.stderr == f"serve: --model {tmp_path / 'nowhere'}: no such folder\n"
+    unknown = run_serve("--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
+                        "--listen", "z=:0")
+    assert unknown.returncode == 2
+    assert unknown.stderr == ("serve: --listen 'z=:0': no adapter named 'z' (adapters: base, "
+                              "a)\n")
+    port = run_serve("--model", str(tiny.model), "--port", "5019")
+    assert port.returncode == 2 and port.stderr.startswith("serve: --engine hf takes --listen")
+    classic = subprocess.run([*CLI, "serve", "--engine", "random", "--max-batch", "4"],
+                             cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (classic.returncode, classic.stderr) == (
+        2, "serve: --max-batch is an option of --engine hf\n")
+
+
+def test_an_adapter_of_another_model_is_refused_before_any_port_opens(tiny: Tiny) -> None:
+    result = run_serve("--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
+                       "--adapter", f"w={tiny.adapter('wide')}", "--listen", "a=:0",
+                       "--device", "cpu")
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"serve: --adapter w={tiny.adapter('wide')}: does not fit ")
+    assert "size mismatch" in line
+
+
+def test_without_the_extra_the_command_says_what_to_install(tiny: Tiny) -> None:
+    blocked = [sys.executable, "-c", "import sys; sys.modules['torch'] = None; "
+               "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))"]
+    result = run_serve("--model", str(tiny.model), "--listen", "base=:0", python=blocked)
+    assert result.returncode == 2
+    assert result.stderr == ("serve: --engine hf needs the vlm extra: pip install 'go19[vlm]' "
+                             "(on a GPU box, the CUDA build of torch first: docs/vlm.md); "
+                             "torch is missing\n")
+
+
+def test_other_commands_never_import_torch() -> None:
+    probe = ("import sys, contextlib, io\n"
+             "from orchestrator.cli import build_parser\n"
+             "for argv in (['--help'], ['serve', '--help'], ['collect', '--help']):\n"
+             "    quiet = contextlib.redirect_stdout(io.StringIO())\n"
+             "    with contextlib.suppress(SystemExit), quiet:\n"
+             "        build_parser().parse_args(argv)\n"
+             "print(sorted(m for m in ('torch', 'transformers', 'peft') if m in sys.modules))\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                            text=True, timeout=60)
+    assert result.stdout == "[]\n", result.stderr
