@@ -1,13 +1,16 @@
-"""One replica of a GO19 endpoint: its idle connections, its failure schedule and its
-background probe while down. :class:`~orchestrator.players.endpoint.Go19Endpoint` owns
-the replicas and picks one per request; see there for the policy."""
+"""One replica of an endpoint. :class:`ReplicaHealth` is what every replica has, whatever
+it speaks: its counters, its failure rounds and backoff schedule, down, and the background
+probe that brings it back. :class:`Replica` adds GO19's talking (idle connections, connect,
+PING); the OpenAI player's HTTP replica (:mod:`~orchestrator.players.openai_pool`) adds
+HTTP's. :class:`~orchestrator.players.endpoint.ReplicaPool` owns the replicas and picks
+one per request; see :mod:`~orchestrator.players.endpoint` for the policy."""
 
 from __future__ import annotations
 
 import math
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -22,7 +25,7 @@ from orchestrator.players.connection import (
 from orchestrator.protocol import go19 as wire
 
 if TYPE_CHECKING:
-    from orchestrator.players.endpoint import Go19Endpoint
+    from orchestrator.players.endpoint import Go19Endpoint, ReplicaPool
 
 
 class Unreachable(ConnectionFailed):
@@ -59,13 +62,18 @@ class ReplicaStats:
         return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
 
 
-class Replica:
-    def __init__(self, endpoint: Go19Endpoint, address: Address) -> None:
+class ReplicaHealth:
+    """A replica's state and failure schedule, without its transport.
+
+    Subclasses count a failed attempt with :meth:`_failed`, a working one with
+    :meth:`_answered`, wait their turn with :meth:`_wait_turn`, and say how a down
+    replica is probed in :meth:`_probe_once`.
+    """
+
+    def __init__(self, endpoint: ReplicaPool[Any], where: str) -> None:
         self.endpoint = endpoint
-        self.address = address
-        self.where = format_address(address)
+        self.where = where
         self.status = "idle"
-        self.idle: list[Go19Connection] = []
         self.in_flight = 0
         self.requests = 0
         self.errors = 0
@@ -76,12 +84,10 @@ class Replica:
         self.last_attempt: float | None = None
         self.last_error: str | None = None
         self.latency_ms: deque[float] = deque(maxlen=endpoint.latency_samples)
-        self._lost_connection = False  # the next connect counts as a reconnect
-        # Bumped by each counted failure. A new connection that fails counts only if no
-        # failure was counted since it was opened: concurrent requests cannot speed up
-        # the schedule by failing together.
+        # Bumped by each counted failure. An attempt that fails counts only if no
+        # failure was counted since it began: concurrent requests cannot speed up the
+        # schedule by failing together.
         self.round = 0
-        self._connect_lock = trio.Lock()
         self.probing = False  # one background probe at a time, even across reset()
 
     @property
@@ -89,8 +95,11 @@ class Replica:
         return self.status == "down"
 
     def waiting(self, now: float) -> bool:
-        """Waiting out a backoff: no connect attempt before ``retry_at``."""
+        """Waiting out a backoff: no attempt before ``retry_at``."""
         return self.status == "backoff" and now < self.retry_at
+
+    def idle_connections(self) -> int:
+        return 0
 
     def stats(self) -> ReplicaStats:
         return ReplicaStats(
@@ -98,7 +107,7 @@ class Replica:
             status=self.status,
             retry_at=self.retry_at if self.status in ("backoff", "down") else None,
             in_flight=self.in_flight,
-            idle_connections=len(self.idle),
+            idle_connections=self.idle_connections(),
             requests=self.requests,
             errors=self.errors,
             timeouts=self.timeouts,
@@ -108,6 +117,120 @@ class Replica:
             last_error=self.last_error,
             latency_ms=tuple(self.latency_ms),
         )
+
+    async def _wait_turn(self) -> None:
+        """Wait out this replica's backoff before an attempt; Skipped when another replica
+        is ready meanwhile, Unreachable when it is down."""
+        # A failure elsewhere may move the backoff or take the replica down while this
+        # waits: look again after every wait.
+        while not self.down and trio.current_time() < self.retry_at:
+            self.status = "backoff"
+            if self.endpoint._ready_besides(self):
+                # Picked while it looked fine, but a concurrent attempt just failed:
+                # waiting here would spend the caller's deadline for nothing.
+                raise Skipped(f"{self.where}: in backoff ({self.last_error})")
+            await trio.sleep_until(self.retry_at)
+        if self.down:
+            raise Unreachable(f"{self.where}: down ({self.last_error})")
+
+    def _answered(self) -> None:
+        """An attempt made on the schedule answered: the replica works (again)."""
+        if self.failures:
+            self.endpoint._event(f"{self.where}: reconnected after {self.failures} failed "
+                                 f"attempt{'s' if self.failures > 1 else ''}")
+        self.failures = 0
+        self.retry_at = -math.inf
+        self.status = "ok"
+
+    def _reason(self, exc: BaseException) -> str:
+        return str(exc).removeprefix(f"{self.where}: ")
+
+    def _failed(self, exc: PlayerError, attempt_round: int) -> None:
+        """Count a failed attempt made in ``attempt_round``, unless a failure was counted
+        since it started (attempts made together fail together: one step of backoff)."""
+        if self.down:
+            return
+        if attempt_round != self.round:
+            if trio.current_time() < self.retry_at:
+                self.status = "backoff"  # its connect had said "ok"; the round's failure holds
+            return
+        self.round += 1
+        self.failures += 1
+        self.last_error = self._reason(exc)
+        endpoint = self.endpoint
+        if self.failures >= endpoint.max_failures:
+            self.status = "down"
+            self.retry_at = trio.current_time() + self._delay()
+            endpoint._health_changed()
+            endpoint._event(f"{self.where}: down after {self.failures} failed connects "
+                            f"({self.last_error})")
+            endpoint._start_probe(self)
+        else:
+            delay = self._delay()
+            self.retry_at = trio.current_time() + delay
+            self.status = "backoff"
+            endpoint._event(f"{self.where}: connect failed ({self.last_error}); "
+                            f"retry in {delay:g} s")
+
+    def _delay(self) -> float:
+        """The seed's schedule: 1.5 s after the first failure, 1.5 s more per failure, capped."""
+        return min(self.endpoint.backoff_step * self.failures, self.endpoint.backoff_cap)
+
+    async def probe(self) -> None:
+        """While down: :meth:`_probe_once` on the backoff schedule, until it answers."""
+        self.probing = True
+        try:
+            await self._probe_until_up()
+        finally:
+            self.probing = False
+
+    async def _probe_once(self) -> str:
+        """One probe of a down replica: what answered (``answered PING``), or a PlayerError."""
+        raise NotImplementedError
+
+    async def _probe_until_up(self) -> None:
+        endpoint = self.endpoint
+        while self.down:
+            await trio.sleep_until(self.retry_at)
+            try:
+                answered = await self._probe_once()
+            except PlayerError as exc:
+                self.failures += 1
+                self.last_error = self._reason(exc)
+                self.retry_at = trio.current_time() + self._delay()
+                continue
+            probes = self.failures - endpoint.max_failures + 1
+            self.failures = 0
+            self.retry_at = -math.inf
+            self.status = "ok"
+            endpoint._health_changed()
+            endpoint._event(f"{self.where}: back up, {answered} after {probes} "
+                            f"probe{'s' if probes > 1 else ''}; in use again")
+
+    def reset(self) -> None:
+        self.failures = 0
+        self.retry_at = -math.inf
+        if self.status in ("down", "backoff"):
+            self.status = "idle"
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Replica(ReplicaHealth):
+    """One GO19 replica: its idle connections over :class:`ReplicaHealth`'s schedule."""
+
+    endpoint: Go19Endpoint
+
+    def __init__(self, endpoint: Go19Endpoint, address: Address) -> None:
+        super().__init__(endpoint, format_address(address))
+        self.address = address
+        self.idle: list[Go19Connection] = []
+        self._lost_connection = False  # the next connect counts as a reconnect
+        self._connect_lock = trio.Lock()
+
+    def idle_connections(self) -> int:
+        return len(self.idle)
 
     async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
         self.requests += 1
@@ -196,17 +319,7 @@ class Replica:
         """
         endpoint = self.endpoint
         async with self._connect_lock:
-            # A failure elsewhere (a new connection that broke) may move the backoff or
-            # take the replica down while this waits: look again after every wait.
-            while not self.down and trio.current_time() < self.retry_at:
-                self.status = "backoff"
-                if endpoint._ready_besides(self):
-                    # Picked while it looked fine, but a concurrent attempt just failed:
-                    # waiting here would spend the caller's deadline for nothing.
-                    raise Skipped(f"{self.where}: in backoff ({self.last_error})")
-                await trio.sleep_until(self.retry_at)
-            if self.down:
-                raise Unreachable(f"{self.where}: down ({self.last_error})")
+            await self._wait_turn()
             self.status = "connecting"
             self.last_attempt = trio.current_time()
             attempt_round = self.round
@@ -223,87 +336,15 @@ class Replica:
             conn.round = attempt_round
             return conn
 
-    def _answered(self) -> None:
-        """A new connection answered: the replica works (again)."""
-        if self.failures:
-            self.endpoint._event(f"{self.where}: reconnected after {self.failures} failed "
-                                 f"attempt{'s' if self.failures > 1 else ''}")
-        self.failures = 0
-        self.retry_at = -math.inf
-        self.status = "ok"
-
-    def _reason(self, exc: BaseException) -> str:
-        return str(exc).removeprefix(f"{self.where}: ")
-
-    def _failed(self, exc: PlayerError, attempt_round: int) -> None:
-        """Count a failed attempt made in ``attempt_round``, unless a failure was counted
-        since it started (attempts made together fail together: one step of backoff)."""
-        if self.down:
-            return
-        if attempt_round != self.round:
-            if trio.current_time() < self.retry_at:
-                self.status = "backoff"  # its connect had said "ok"; the round's failure holds
-            return
-        self.round += 1
-        self.failures += 1
-        self.last_error = self._reason(exc)
+    async def _probe_once(self) -> str:
+        """A connect and a PING; the answering connection joins the idle pool, so the
+        replica serves at once."""
         endpoint = self.endpoint
-        if self.failures >= endpoint.max_failures:
-            self.status = "down"
-            self.retry_at = trio.current_time() + self._delay()
-            endpoint._health_changed()
-            endpoint._event(f"{self.where}: down after {self.failures} failed connects "
-                            f"({self.last_error})")
-            endpoint._start_probe(self)
-        else:
-            delay = self._delay()
-            self.retry_at = trio.current_time() + delay
-            self.status = "backoff"
-            endpoint._event(f"{self.where}: connect failed ({self.last_error}); "
-                            f"retry in {delay:g} s")
-
-    def _delay(self) -> float:
-        """The seed's schedule: 1.5 s after the first failure, 1.5 s more per failure, capped."""
-        return min(self.endpoint.backoff_step * self.failures, self.endpoint.backoff_cap)
-
-    async def probe(self) -> None:
-        """While down: a connect and a PING on the backoff schedule, until one answers.
-
-        The answering connection joins the idle pool, so the replica serves at once.
-        """
-        endpoint = self.endpoint
-        self.probing = True
-        try:
-            await self._probe_until_up(endpoint)
-        finally:
-            self.probing = False
-
-    async def _probe_until_up(self, endpoint: Go19Endpoint) -> None:
-        while self.down:
-            await trio.sleep_until(self.retry_at)
-            try:
-                with wire_errors(self.where), trio.fail_after(endpoint.connect_timeout):
-                    conn = await Go19Connection.connect(*self.address, limits=endpoint.limits)
-                    await conn.ping()
-            except (ConnectionFailed, ProtocolViolation) as exc:
-                self.failures += 1
-                self.last_error = self._reason(exc)
-                self.retry_at = trio.current_time() + self._delay()
-                continue
-            probes = self.failures - endpoint.max_failures + 1
-            self.failures = 0
-            self.retry_at = -math.inf
-            self.status = "ok"
-            self.idle.append(conn)
-            endpoint._health_changed()
-            endpoint._event(f"{self.where}: back up, answered PING after {probes} "
-                            f"probe{'s' if probes > 1 else ''}; in use again")
-
-    def reset(self) -> None:
-        self.failures = 0
-        self.retry_at = -math.inf
-        if self.status in ("down", "backoff"):
-            self.status = "idle"
+        with wire_errors(self.where), trio.fail_after(endpoint.connect_timeout):
+            conn = await Go19Connection.connect(*self.address, limits=endpoint.limits)
+            await conn.ping()
+        self.idle.append(conn)
+        return "answered PING"
 
     async def aclose(self) -> None:
         idle, self.idle = self.idle, []
