@@ -5,6 +5,8 @@ importable from here too, as callers have always done."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from orchestrator import coords
 from orchestrator.players.base import RefusedMove
 from orchestrator.players.connection import Go19Connection, format_address
@@ -14,13 +16,22 @@ from orchestrator.protocol import go19 as wire
 from orchestrator.render import render_png
 from orchestrator.rules.game import Game
 
-__all__ = ["Go19Connection", "Go19Endpoint", "Go19Player", "ReplicaStats", "format_address"]
+__all__ = [
+    "Go19Connection", "Go19Endpoint", "Go19Player", "ReplicaStats", "board_png", "format_address",
+]
 
 
 def _last_stone(game: Game) -> int | None:
     if game.moves and game.moves[-1].point != coords.PASS:
         return game.moves[-1].point
     return None
+
+
+def board_png(game: Game, image_px: int, board: np.ndarray | None = None) -> bytes:
+    """The picture a VLM player sends for ``game``'s position (``board``: its array, when
+    the caller has it): the one render the training export reproduces."""
+    board = game.board.to_array() if board is None else board
+    return render_png(board, _last_stone(game), size_px=image_px)
 
 
 class Go19Player:
@@ -33,7 +44,7 @@ class Go19Player:
 
     async def genmove(self, game: Game) -> int:
         board = game.board.to_array()
-        png = render_png(board, _last_stone(game), size_px=self.image_px)
+        png = board_png(game, self.image_px, board)
         request = wire.Request(game.size, game.to_play, png, board.tobytes())
         reply = await self.endpoint.request(request)
         if isinstance(reply, wire.ErrorReply):

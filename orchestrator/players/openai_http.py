@@ -1,0 +1,148 @@
+"""The OpenAI player's HTTP exchanges (httpx, on trio through anyio), and the one place
+where HTTP failures become player errors:
+
+==================================================== ================================
+what happened                                        player error (fallback reason)
+==================================================== ================================
+no TCP connection (refused, unreachable, connect     :class:`CannotConnect`
+timed out)                                           (``connection``)
+the connection reset or closed before the reply      ``ConnectionFailed`` (``connection``)
+ended
+an HTTP status other than 2xx                        ``RefusedMove`` (``error``), with
+                                                     the status and the server's message
+a body over the bound, or not HTTP at all            ``ProtocolViolation`` (``protocol``)
+==================================================== ================================
+
+Nothing here takes a deadline for a request: the referee's ``move_on_at`` cancels it
+(and the connection with it), which the referee counts as a ``timeout``. Only connects
+are bounded here, by the client's ``connect`` timeout, and :func:`list_models` by its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import httpx2 as httpx
+import trio
+
+from orchestrator.players.base import ConnectionFailed, ProtocolViolation, RefusedMove
+from orchestrator.players.connection import _describe as socket_reason
+from orchestrator.players.openai_wire import BadCompletion, error_message, model_names
+
+MAX_REPLY_BYTES = 1 << 20  # a completion of a few tokens is under 2 KiB
+_JSON = {"content-type": "application/json"}
+
+
+class CannotConnect(ConnectionFailed):
+    """No connection could be opened: the server is not there (try another replica)."""
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The request headers that carry an API key (httpx masks them in its reprs)."""
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def make_client(connect_timeout: float, connections: int,
+                headers: Mapping[str, str] | None = None) -> httpx.AsyncClient:
+    """An HTTP/1.1 client keeping up to ``connections`` connections alive, with no read or
+    write timeout (the caller's deadline is the only one) and nothing read from the
+    environment (no proxy variables, no .netrc credentials)."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(None, connect=connect_timeout),
+        limits=httpx.Limits(max_connections=connections,
+                            max_keepalive_connections=connections),
+        headers=dict(headers or {}), trust_env=False, follow_redirects=False,
+    )
+
+
+@contextmanager
+def http_errors(where: str) -> Iterator[None]:
+    """The one place where httpx's failures become go19 player errors."""
+    try:
+        yield
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        raise CannotConnect(f"{where}: {_reason(exc)}") from exc
+    except httpx.RemoteProtocolError as exc:
+        text = str(exc).rstrip(".")
+        if "disconnect" in text.lower() or "closed" in text.lower():
+            raise ConnectionFailed(f"{where}: {text[:1].lower()}{text[1:]}") from exc
+        raise ProtocolViolation(f"{where}: not an HTTP reply ({text})") from exc
+    except httpx.DecodingError as exc:
+        raise ProtocolViolation(f"{where}: undecodable body ({exc})") from exc
+    except httpx.TransportError as exc:  # read/write errors: reset, broken pipe
+        raise ConnectionFailed(f"{where}: {_reason(exc)}") from exc
+
+
+def _reason(exc: httpx.TransportError) -> str:
+    """The socket's own words (``connection refused``) from under httpx's and httpcore's
+    wrappers, which chain it as a cause or as the context."""
+    seen: BaseException = exc
+    while not isinstance(seen, OSError):
+        inner = seen.__cause__ or seen.__context__
+        if inner is None:
+            return str(exc) or type(exc).__name__
+        seen = inner
+    return socket_reason(seen)
+
+
+async def _read_bounded(response: httpx.Response, limit: int, where: str) -> bytes:
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ProtocolViolation(f"{where}: reply of {int(declared)} bytes, over the "
+                                f"{limit}-byte bound")
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise ProtocolViolation(f"{where}: reply over the {limit}-byte bound")
+    return bytes(body)
+
+
+async def exchange(client: httpx.AsyncClient, method: str, url: str, where: str, *,
+                   content: bytes | None = None, limit: int = MAX_REPLY_BYTES) -> bytes:
+    """One request; the 2xx body (at most ``limit`` bytes) or a player error."""
+    with http_errors(where):
+        async with client.stream(method, url, content=content,
+                                 headers=_JSON if content is not None else None) as response:
+            body = await _read_bounded(response, limit, where)
+    if not 200 <= response.status_code < 300:
+        raise RefusedMove(f"{where}: HTTP {response.status_code}: {error_message(body)}")
+    return body
+
+
+def models_url(base_url: str) -> str:
+    return base_url.rstrip("/") + "/models"
+
+
+def completions_url(base_url: str) -> str:
+    return base_url.rstrip("/") + "/chat/completions"
+
+
+async def fetch_models(client: httpx.AsyncClient, base_url: str) -> list[str]:
+    """``GET /v1/models``: the names a server lists (its base model and LoRA modules)."""
+    body = await exchange(client, "GET", models_url(base_url), base_url)
+    try:
+        return model_names(body)
+    except BadCompletion as exc:
+        raise ProtocolViolation(f"{base_url}: {exc}") from None
+
+
+async def list_models(base_url: str, *, api_key: str | None = None,
+                      timeout: float = 5.0) -> list[str]:
+    """The names ``base_url`` lists, on a client of its own, within ``timeout`` seconds
+    (a ConnectionFailed naming the wait past it); for the preflight and ``go19 ping``."""
+    async with make_client(timeout, 1, bearer(api_key)) as client:
+        with trio.move_on_after(timeout) as scope:
+            return await fetch_models(client, base_url)
+    assert scope.cancelled_caught
+    raise ConnectionFailed(f"{base_url}: no answer within {timeout:g} s")
+
+
+def model_missing(model: str, where: str, names: list[str]) -> str | None:
+    """None when ``model`` is among ``names``, else the line that says what is served
+    (the usual vLLM mistake: the adapter is not in ``--lora-modules``)."""
+    if model in names:
+        return None
+    listed = ", ".join(names) if names else "no model at all"
+    return f"{where}: model {model!r} is not served; it lists {listed}"

@@ -1,0 +1,162 @@
+"""The replicas of one OpenAI-compatible player: :class:`OpenAIEndpoint`, GO19's
+:class:`~orchestrator.players.endpoint.ReplicaPool` over HTTP replicas.
+
+The pool's policy is GO19's (slots per replica, least-loaded pick, the 1.5 s … 15 s
+backoff, down after 6 consecutive failures, a background probe while down); what differs
+is what a failure and a probe are. A failure is a request that could not connect (the
+pool then tries the next replica at once, as GO19 does after a failed connect): that is
+how a server that died or restarts shows. A connection reset or closed mid-request is
+that request's ``connection`` fault but not the replica's failure, as when a pooled GO19
+connection breaks: over keep-alive HTTP nothing tells a fresh connection from a pooled
+one, and one stray reset must not hold every request back for a backoff. Any HTTP reply,
+even a 500, says the server is there (``error`` is the request's fault). Timeouts are the
+caller's and do not count. The probe of a down replica is
+``GET /v1/models``, and it succeeds only when the player's model is listed, so a server
+that came back without the adapter stays out of the rotation.
+
+One ``httpx.AsyncClient`` serves every replica, keeping as many connections alive as
+there are slots (the limiter bounds the requests in flight, so none waits for a
+connection); the API key, when given, travels in its headers and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import trio
+
+from orchestrator.players.base import ConnectionFailed, PlayerError, ProtocolViolation
+from orchestrator.players.endpoint import ReplicaPool
+from orchestrator.players.openai_http import (
+    MAX_REPLY_BYTES,
+    CannotConnect,
+    bearer,
+    completions_url,
+    exchange,
+    fetch_models,
+    make_client,
+    model_missing,
+)
+from orchestrator.players.openai_wire import BadCompletion, Completion, read_completion
+from orchestrator.players.replica import ReplicaHealth, Unreachable
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A chat completion, the replica that sent it and its round trip (no time queued for
+    a slot)."""
+
+    replica: str
+    completion: Completion
+    latency_ms: float
+
+
+class HttpReplica(ReplicaHealth):
+    """One OpenAI-compatible server (``base_url`` ends in ``/v1``)."""
+
+    endpoint: OpenAIEndpoint
+
+    def __init__(self, endpoint: OpenAIEndpoint, base_url: str) -> None:
+        super().__init__(endpoint, base_url.rstrip("/"))
+        self._completions = completions_url(self.where)
+
+    async def complete(self, body: bytes) -> Reply:
+        self.requests += 1
+        await self._wait_turn()
+        attempt_round = self.round
+        endpoint = self.endpoint
+        start = trio.current_time()
+        self.last_attempt = start
+        if self.failures:
+            self.reconnects += 1
+        try:
+            reply = await exchange(endpoint.client, "POST", self._completions, self.where,
+                                   content=body, limit=endpoint.max_reply_bytes)
+            try:
+                completion = read_completion(reply)
+            except BadCompletion as exc:
+                raise ProtocolViolation(f"{self.where}: {exc}") from None
+        except trio.Cancelled:
+            self.timeouts += 1
+            raise
+        except CannotConnect as exc:
+            self.errors += 1
+            self.last_error = self._reason(exc)
+            self._failed(exc, attempt_round)
+            raise Unreachable(str(exc)) from exc
+        except PlayerError as exc:
+            self.errors += 1
+            self.last_error = self._reason(exc)
+            if not isinstance(exc, ConnectionFailed) and attempt_round == self.round:
+                self._answered()  # the server is there; the reply was the request's fault
+            raise
+        latency = (trio.current_time() - start) * 1000.0
+        self.latency_ms.append(latency)
+        if attempt_round == self.round:
+            # Only an attempt made on the schedule ends a backoff: a request sent before
+            # the last counted failure says nothing about the replica since.
+            self._answered()
+        return Reply(self.where, completion, latency)
+
+    async def _probe_once(self) -> str:
+        with trio.move_on_after(self.endpoint.connect_timeout) as scope:
+            names = await fetch_models(self.endpoint.client, self.where)
+        if scope.cancelled_caught:
+            raise ConnectionFailed(f"{self.where}: no answer within "
+                                   f"{self.endpoint.connect_timeout:g} s")
+        missing = model_missing(self.endpoint.model, self.where, names)
+        if missing is not None:
+            raise ProtocolViolation(missing)
+        return f"lists {self.endpoint.model}"
+
+
+class OpenAIEndpoint(ReplicaPool[HttpReplica]):
+    """The replicas (base URLs such as ``http://10.0.0.5:8000/v1``) serving ``model``.
+
+    Use as ``async with OpenAIEndpoint(...) as endpoint`` so that the connections close.
+    """
+
+    def __init__(
+        self,
+        base_urls: Sequence[str],
+        model: str,
+        *,
+        api_key: str | None = None,
+        slots_per_replica: int = 1,
+        connect_timeout: float = 5.0,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+        max_failures: int = 6,
+        backoff_step: float = 1.5,
+        backoff_cap: float = 15.0,
+        latency_samples: int = 256,
+        on_event: Callable[[str], None] | None = None,
+        nursery: trio.Nursery | None = None,
+    ) -> None:
+        if not base_urls:
+            raise ValueError("an OpenAI endpoint needs at least one base URL")
+        super().__init__(
+            slots_per_replica=slots_per_replica, connect_timeout=connect_timeout,
+            max_failures=max_failures, backoff_step=backoff_step, backoff_cap=backoff_cap,
+            latency_samples=latency_samples, on_event=on_event, nursery=nursery,
+        )
+        self.model = model
+        self.max_reply_bytes = max_reply_bytes
+        # Every slot a connection of its own, and one more per replica for its probe.
+        self.client = make_client(connect_timeout, (slots_per_replica + 1) * len(base_urls),
+                                  bearer(api_key))
+        self._adopt([HttpReplica(self, url) for url in base_urls])
+
+    async def complete(self, body: bytes) -> Reply:
+        """``POST /chat/completions`` with ``body`` on the least-loaded healthy replica, and
+        its completion read.
+
+        Raises ProtocolViolation for a body that is not a completion, the player errors
+        of :mod:`~orchestrator.players.openai_http`, or EndpointDown when every replica is
+        down.
+        """
+        return await self._on_replica(lambda replica: replica.complete(body))
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.client.aclose()
