@@ -92,8 +92,9 @@ class OpenAIPlayer:
         return OpenAIAnswer(point, None, details)
 
     async def genmove(self, game: Game) -> int:
-        """The referee's protocol: the move, or the fault raised. It knows no game number,
-        so it asks as game 0 of the run; the referee's own call is :meth:`answer`."""
+        """The referee's protocol: the move, or the fault raised. The protocol carries no
+        game number, so this asks as game 0 of the run: a caller that knows the game (and
+        wants the reply's details for the record) calls :meth:`answer`."""
         answer = await self.answer(game)
         if answer.fault is not None:
             raise answer.fault

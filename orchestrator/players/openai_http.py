@@ -15,12 +15,12 @@ a body over the bound, or not HTTP at all            ``ProtocolViolation`` (``pr
 
 Nothing here takes a deadline for a request: the referee's ``move_on_at`` cancels it
 (and the connection with it), which the referee counts as a ``timeout``. Only connects
-are bounded here, by the client's ``connect`` timeout, and :func:`list_models` by its own.
+are bounded here (:func:`timeouts`), and :func:`list_models` by its own wait.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx2 as httpx
@@ -31,29 +31,33 @@ from orchestrator.players.connection import _describe as socket_reason
 from orchestrator.players.openai_wire import BadCompletion, error_message, model_names
 
 MAX_REPLY_BYTES = 1 << 20  # a completion of a few tokens is under 2 KiB
-_JSON = {"content-type": "application/json"}
+JSON_HEADERS = (("content-type", "application/json"),)
 
 
 class CannotConnect(ConnectionFailed):
     """No connection could be opened: the server is not there (try another replica)."""
 
 
-def bearer(api_key: str | None) -> dict[str, str]:
-    """The request headers that carry an API key (httpx masks them in its reprs)."""
-    return {"authorization": f"Bearer {api_key}"} if api_key else {}
+def request_headers(api_key: str | None) -> tuple[tuple[str, str], ...]:
+    """The headers of every request: JSON, and the API key when there is one (httpx masks
+    it in its reprs; go19 writes it nowhere)."""
+    return JSON_HEADERS + ((("authorization", f"Bearer {api_key}"),) if api_key else ())
 
 
-def make_client(connect_timeout: float, connections: int,
-                headers: Mapping[str, str] | None = None) -> httpx.AsyncClient:
-    """An HTTP/1.1 client keeping up to ``connections`` connections alive, with no read or
-    write timeout (the caller's deadline is the only one) and nothing read from the
-    environment (no proxy variables, no .netrc credentials)."""
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(None, connect=connect_timeout),
-        limits=httpx.Limits(max_connections=connections,
-                            max_keepalive_connections=connections),
-        headers=dict(headers or {}), trust_env=False, follow_redirects=False,
+def make_transport(connections: int) -> httpx.AsyncHTTPTransport:
+    """HTTP/1.1 keeping up to ``connections`` connections alive. httpx's transport, not its
+    client: the client's layers (URL merging, cookies, auth flow, redirects, decoders) were
+    a fifth of the player's CPU per request in a profile and do nothing for it; no proxy
+    is configured, so a LAN server is reached directly."""
+    return httpx.AsyncHTTPTransport(
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        retries=0,
     )
+
+
+def timeouts(connect: float) -> dict[str, float | None]:
+    """A request's timeouts: the connect only; the caller's deadline bounds the rest."""
+    return {"connect": connect, "read": None, "write": None, "pool": None}
 
 
 @contextmanager
@@ -92,20 +96,25 @@ async def _read_bounded(response: httpx.Response, limit: int, where: str) -> byt
         raise ProtocolViolation(f"{where}: reply of {int(declared)} bytes, over the "
                                 f"{limit}-byte bound")
     body = bytearray()
-    async for chunk in response.aiter_bytes():
+    stream = response.stream
+    assert isinstance(stream, httpx.AsyncByteStream)
+    async for chunk in stream:
         body += chunk
         if len(body) > limit:
             raise ProtocolViolation(f"{where}: reply over the {limit}-byte bound")
     return bytes(body)
 
 
-async def exchange(client: httpx.AsyncClient, method: str, url: str, where: str, *,
-                   content: bytes | None = None, limit: int = MAX_REPLY_BYTES) -> bytes:
-    """One request; the 2xx body (at most ``limit`` bytes) or a player error."""
+async def exchange(transport: httpx.AsyncHTTPTransport, request: httpx.Request, where: str,
+                   limit: int = MAX_REPLY_BYTES) -> bytes:
+    """Send ``request``; the 2xx body (at most ``limit`` bytes) or a player error. An
+    unfinished reply (cancelled, over the bound) closes its connection."""
     with http_errors(where):
-        async with client.stream(method, url, content=content,
-                                 headers=_JSON if content is not None else None) as response:
+        response = await transport.handle_async_request(request)
+        try:
             body = await _read_bounded(response, limit, where)
+        finally:
+            await response.aclose()
     if not 200 <= response.status_code < 300:
         raise RefusedMove(f"{where}: HTTP {response.status_code}: {error_message(body)}")
     return body
@@ -119,9 +128,12 @@ def completions_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/chat/completions"
 
 
-async def fetch_models(client: httpx.AsyncClient, base_url: str) -> list[str]:
+async def fetch_models(transport: httpx.AsyncHTTPTransport, base_url: str,
+                       headers: tuple[tuple[str, str], ...], connect_timeout: float) -> list[str]:
     """``GET /v1/models``: the names a server lists (its base model and LoRA modules)."""
-    body = await exchange(client, "GET", models_url(base_url), base_url)
+    request = httpx.Request("GET", models_url(base_url), headers=headers,
+                            extensions={"timeout": timeouts(connect_timeout)})
+    body = await exchange(transport, request, base_url)
     try:
         return model_names(body)
     except BadCompletion as exc:
@@ -130,12 +142,11 @@ async def fetch_models(client: httpx.AsyncClient, base_url: str) -> list[str]:
 
 async def list_models(base_url: str, *, api_key: str | None = None,
                       timeout: float = 5.0) -> list[str]:
-    """The names ``base_url`` lists, on a client of its own, within ``timeout`` seconds
+    """The names ``base_url`` lists, on a connection of its own, within ``timeout`` seconds
     (a ConnectionFailed naming the wait past it); for the preflight and ``go19 ping``."""
-    async with make_client(timeout, 1, bearer(api_key)) as client:
-        with trio.move_on_after(timeout) as scope:
-            return await fetch_models(client, base_url)
-    assert scope.cancelled_caught
+    async with make_transport(1) as transport:
+        with trio.move_on_after(timeout):
+            return await fetch_models(transport, base_url, request_headers(api_key), timeout)
     raise ConnectionFailed(f"{base_url}: no answer within {timeout:g} s")
 
 

@@ -14,9 +14,9 @@ caller's and do not count. The probe of a down replica is
 ``GET /v1/models``, and it succeeds only when the player's model is listed, so a server
 that came back without the adapter stays out of the rotation.
 
-One ``httpx.AsyncClient`` serves every replica, keeping as many connections alive as
-there are slots (the limiter bounds the requests in flight, so none waits for a
-connection); the API key, when given, travels in its headers and nowhere else.
+One httpx transport serves every replica, keeping as many connections alive as there are
+slots (the limiter bounds the requests in flight, so none waits for a connection); the
+API key, when given, travels in the requests' headers and nowhere else.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import httpx2 as httpx
 import trio
 
 from orchestrator.players.base import ConnectionFailed, PlayerError, ProtocolViolation
@@ -31,12 +32,13 @@ from orchestrator.players.endpoint import ReplicaPool
 from orchestrator.players.openai_http import (
     MAX_REPLY_BYTES,
     CannotConnect,
-    bearer,
     completions_url,
     exchange,
     fetch_models,
-    make_client,
+    make_transport,
     model_missing,
+    request_headers,
+    timeouts,
 )
 from orchestrator.players.openai_wire import BadCompletion, Completion, read_completion
 from orchestrator.players.replica import ReplicaHealth, Unreachable
@@ -59,7 +61,7 @@ class HttpReplica(ReplicaHealth):
 
     def __init__(self, endpoint: OpenAIEndpoint, base_url: str) -> None:
         super().__init__(endpoint, base_url.rstrip("/"))
-        self._completions = completions_url(self.where)
+        self._completions = httpx.URL(completions_url(self.where))
 
     async def complete(self, body: bytes) -> Reply:
         self.requests += 1
@@ -70,9 +72,11 @@ class HttpReplica(ReplicaHealth):
         self.last_attempt = start
         if self.failures:
             self.reconnects += 1
+        request = httpx.Request("POST", self._completions, headers=endpoint.headers,
+                                content=body, extensions=endpoint.extensions)
         try:
-            reply = await exchange(endpoint.client, "POST", self._completions, self.where,
-                                   content=body, limit=endpoint.max_reply_bytes)
+            reply = await exchange(endpoint.transport, request, self.where,
+                                   endpoint.max_reply_bytes)
             try:
                 completion = read_completion(reply)
             except BadCompletion as exc:
@@ -100,11 +104,12 @@ class HttpReplica(ReplicaHealth):
         return Reply(self.where, completion, latency)
 
     async def _probe_once(self) -> str:
-        with trio.move_on_after(self.endpoint.connect_timeout) as scope:
-            names = await fetch_models(self.endpoint.client, self.where)
+        endpoint = self.endpoint
+        wait = endpoint.connect_timeout
+        with trio.move_on_after(wait) as scope:
+            names = await fetch_models(endpoint.transport, self.where, endpoint.headers, wait)
         if scope.cancelled_caught:
-            raise ConnectionFailed(f"{self.where}: no answer within "
-                                   f"{self.endpoint.connect_timeout:g} s")
+            raise ConnectionFailed(f"{self.where}: no answer within {wait:g} s")
         missing = model_missing(self.endpoint.model, self.where, names)
         if missing is not None:
             raise ProtocolViolation(missing)
@@ -143,8 +148,9 @@ class OpenAIEndpoint(ReplicaPool[HttpReplica]):
         self.model = model
         self.max_reply_bytes = max_reply_bytes
         # Every slot a connection of its own, and one more per replica for its probe.
-        self.client = make_client(connect_timeout, (slots_per_replica + 1) * len(base_urls),
-                                  bearer(api_key))
+        self.transport = make_transport((slots_per_replica + 1) * len(base_urls))
+        self.headers = request_headers(api_key)
+        self.extensions = {"timeout": timeouts(connect_timeout)}
         self._adopt([HttpReplica(self, url) for url in base_urls])
 
     async def complete(self, body: bytes) -> Reply:
@@ -159,4 +165,4 @@ class OpenAIEndpoint(ReplicaPool[HttpReplica]):
 
     async def aclose(self) -> None:
         await super().aclose()
-        await self.client.aclose()
+        await self.transport.aclose()

@@ -13,8 +13,9 @@ moves (superko included) in the answer's spelling: ``choice`` as vLLM >= 0.12's
 pre-0.12 ``guided_choice``/``guided_regex`` are never sent: vLLM >= 0.12 ignores them
 with HTTP 200 and an unconstrained answer.
 
-The answer is ``choices[0].message.content``; a reasoning model's ``reasoning_content``
-(``reasoning`` in newer vLLM) is kept beside it but never read as the move.
+The answer is ``choices[0].message.content``; a reasoning model's reasoning text
+(``reasoning`` in vLLM, ``reasoning_content`` in SGLang and older vLLM) is kept beside it
+but never read as the move.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ class ReplyDetails:
     finish_reason: str | None  # "stop", "length" ...
     reply: str | None  # choices[0].message.content, cut; None when the reply had none
     reply_chars: int
-    reasoning: str | None  # reasoning_content, cut; never read as the move
+    reasoning: str | None  # reasoning / reasoning_content, cut; never read as the move
     reasoning_chars: int
 
     @classmethod

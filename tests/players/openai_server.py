@@ -21,9 +21,10 @@ close           reads the request, then closes without a byte (FIN)     connecti
 =============== ======================================================= ==============
 
 :attr:`reply` is the content of an ``answer`` (a string, or a function of the request's
-JSON; None sends ``"content": null``); :attr:`reasoning` is sent as vLLM's
-``reasoning_content`` beside it. With :attr:`api_key` set, a request without
-``Authorization: Bearer <key>`` gets vLLM's 401.
+JSON; None sends ``"content": null``); :attr:`reasoning` is sent beside it as
+:attr:`reasoning_field` (``reasoning_content``: SGLang, older vLLM; ``reasoning``: vLLM).
+With :attr:`api_key` set, a request without ``Authorization: Bearer <key>`` gets vLLM's
+401.
 Every request is kept in :attr:`seen` (headers and body as received); the misbehaviours
 that wait (``endless-body``, ``slow-header``) wait until the client goes away, and
 :attr:`left` counts the connections the client closed, so a test waits for that state
@@ -31,7 +32,9 @@ instead of for time. :attr:`delay_s` holds each answer back (the benchmark's 50 
 :attr:`gate`, when given, until it is set (:attr:`running` counts the answers held).
 
 Run alone (the benchmark does, so that its CPU is not the orchestrator's):
-``python -m tests.players.openai_server [--delay-ms N]`` prints ``listening on PORT``.
+``python -m tests.players.openai_server [--delay-ms N] [--seed S]`` prints
+``serving OpenAI-compatible API on 127.0.0.1:PORT`` and answers a random one of the
+offered choices (``pass`` when none are offered).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import random
 import socket
 import struct
 from collections import deque
@@ -84,6 +88,7 @@ class OpenAIServer:
     models: list[str] = field(default_factory=lambda: ["base", "r5"])
     reply: str | Callable[[dict], str | None] = choose_first
     reasoning: str | None = None
+    reasoning_field: str = "reasoning_content"  # SGLang's and older vLLM's; vLLM: reasoning
     usage: tuple[int, int] = (1234, 3)
     api_key: str | None = None
     delay_s: float = 0.0
@@ -191,7 +196,7 @@ class OpenAIServer:
         content = self.reply if isinstance(self.reply, str) else self.reply(asked)
         message: dict = {"role": "assistant", "content": content, "tool_calls": []}
         if self.reasoning is not None:
-            message["reasoning_content"] = self.reasoning
+            message[self.reasoning_field] = self.reasoning
         prompt, completion = self.usage
         await _send(stream, conn, 200, {
             "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
@@ -297,16 +302,29 @@ async def _send(stream: trio.SocketStream, conn: h11.Connection, status: int,
     await _send_bytes(stream, conn, status, json.dumps(body).encode())
 
 
-async def _main(port: int, delay_ms: float) -> None:
-    server = OpenAIServer(delay_s=delay_ms / 1000)
+def choose_at_random(seed: int) -> Callable[[dict], str]:
+    """A reply drawn from the request's ``structured_outputs`` choices (``pass`` without
+    them), as a model sampling among the legal moves would answer."""
+    rng = random.Random(seed)
+
+    def reply(request: dict) -> str:
+        choices = request.get("structured_outputs", {}).get("choice")
+        return rng.choice(choices) if choices else "pass"
+
+    return reply
+
+
+async def _main(port: int, delay_ms: float, seed: int) -> None:
+    server = OpenAIServer(delay_s=delay_ms / 1000, reply=choose_at_random(seed))
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(server.serve, port)
-        print(f"listening on {bound}", flush=True)
+        print(f"serving OpenAI-compatible API on {LOCALHOST}:{bound}", flush=True)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0, help="of the random legal replies")
     args = parser.parse_args()
-    trio.run(_main, args.port, args.delay_ms)
+    trio.run(_main, args.port, args.delay_ms, args.seed)

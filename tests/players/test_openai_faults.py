@@ -106,6 +106,7 @@ async def test_no_move_in_the_reply_is_unparsed_and_reasoning_is_not_the_answer(
         server.reply = lambda request: None  # "content": null beside the reasoning
         empty = await player.answer(Game())
         server.reply = "**D4**, because Q16 is taken"
+        server.reasoning_field = "reasoning"  # vLLM's name since it dropped the other
         chatty = await player.answer(Game())
         asked = await ask(player, Game(), 10.0, no_crash)
     assert unparsed.fault is not None and unparsed.fault.reason == "unparsed"
@@ -115,6 +116,7 @@ async def test_no_move_in_the_reply_is_unparsed_and_reasoning_is_not_the_answer(
     assert empty.fault is not None and empty.fault.reason == "unparsed"
     assert empty.details is not None and empty.details.reply is None
     assert (chatty.point, chatty.fault) == (p("D4"), None)
+    assert chatty.details is not None and chatty.details.reasoning == "Q16 is the vital point"
     assert (asked.point, asked.failure) == (p("D4"), None)
 
 
