@@ -124,47 +124,54 @@ async def self_play(player: Player, games: int, concurrency: int,
     return counts[0], counts[1]
 
 
-async def cpu_per_move(name: str, argv: list[str],
-                       make: Callable[[int], tuple[ReplicaPool, Player]]) -> float:
+async def cpu_per_move(argv: list[str], make: Callable[[int], tuple[ReplicaPool, Player]],
+                       games: int = 16) -> tuple[float, float, float, int]:
+    """(CPU ms per move, of which PNG render, of which legal moves, fallbacks)."""
     render = CpuMeter(go19_module, "render_png")
     legal = CpuMeter(openai_wire, "legal_texts")
-    async with server_process(argv) as port:
-        endpoint, player = make(port)
-        async with endpoint:
-            await self_play(player, 2, 2)  # warm-up: connections open, caches filled
-            render.cpu = legal.cpu = 0.0
-            render.calls = legal.calls = 0
-            cpu0, wall0 = time.process_time(), time.perf_counter()
-            moves, fallbacks = await self_play(player, 32, 16)
-            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    per_move = cpu / moves * 1000
-    extra = f", legal moves {legal.per_call_ms():.3f}" if legal.calls else ""
-    print(f"    {name:26s} {per_move:.3f} ms/move  ({moves} moves, {fallbacks} fallbacks, "
-          f"{wall:.1f} s wall; of which PNG render {render.per_call_ms():.3f}{extra})")
-    render.close()
-    legal.close()
-    return per_move
+    try:
+        async with server_process(argv) as port:
+            endpoint, player = make(port)
+            async with endpoint:
+                await self_play(player, 2, 2)  # warm-up: connections open, caches filled
+                render.cpu = legal.cpu = 0.0
+                cpu0 = time.process_time()
+                moves, fallbacks = await self_play(player, games, 16)
+                cpu = time.process_time() - cpu0
+    finally:
+        render.close()
+        legal.close()
+    return cpu / moves * 1000, render.cpu / moves * 1000, legal.cpu / moves * 1000, fallbacks
 
 
-async def per_request(name: str, argv: list[str],
-                      make: Callable[[int], tuple[ReplicaPool, Player]], n: int = 2000) -> float:
-    """CPU per genmove on one mid-game position (120 moves in), no referee."""
-    game = Game(19, 7.5)
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def mid_game() -> Game:
+    """One position 120 random moves in (the same one for every player)."""
     from orchestrator.players.random_player import RandomChooser
+
+    game = Game(19, 7.5)
     chooser = RandomChooser(seed=5)
     for _ in range(120):
         game.play(chooser.choose(game.board, game.to_play))
+    return game
+
+
+async def per_request(argv: list[str], make: Callable[[int], tuple[ReplicaPool, Player]],
+                      n: int = 500) -> float:
+    """CPU ms per genmove on one mid-game position, one request at a time, no referee."""
+    game = mid_game()
     async with server_process(argv) as port:
         endpoint, player = make(port)
         async with endpoint:
-            for _ in range(50):
+            for _ in range(20):
                 await player.genmove(game)
             cpu0 = time.process_time()
             for _ in range(n):
                 await player.genmove(game)
-            cpu = time.process_time() - cpu0
-    print(f"    {name:26s} {cpu / n * 1000:.3f} ms/request (one at a time, {n} requests)")
-    return cpu / n * 1000
+            return (time.process_time() - cpu0) / n * 1000
 
 
 def _go19(slots: int) -> Callable[[int], tuple[ReplicaPool, Player]]:
@@ -183,18 +190,33 @@ def _openai(slots: int, constrain: str) -> Callable[[int], tuple[ReplicaPool, Pl
     return make
 
 
-async def bench_cpu() -> None:
-    print("(a) orchestrator CPU per move, self-play through the referee, instant server in "
-          "its own process (target <= 1 ms)")
-    reference = await cpu_per_move("GO19 (reference)", go19_server(16, 0), _go19(16))
-    choice = await cpu_per_move("OpenAI, constrain=choice", openai_server(0),
-                                _openai(16, "choice"))
-    print(f"    ratio OpenAI/GO19: {choice / reference:.2f}")
-    print("(a1) CPU per request on one position, no referee")
-    go = await per_request("GO19 (reference)", go19_server(1, 0), _go19(1))
-    none = await per_request("OpenAI, constrain=none", openai_server(0), _openai(1, "none"))
-    ch = await per_request("OpenAI, constrain=choice", openai_server(0), _openai(1, "choice"))
-    print(f"    ratios OpenAI/GO19: none {none / go:.2f}, choice {ch / go:.2f}")
+async def bench_cpu(rounds: int = 3) -> None:
+    """Rounds alternate between the players, so that the machine's load (shared) falls on
+    both alike; medians over the rounds."""
+    print("(a) orchestrator CPU per move, self-play through the referee, 16 games at once, "
+          "instant server in its own process (target <= 1 ms)")
+    go19: list[float] = []
+    choice: list[float] = []
+    for round_ in range(1, rounds + 1):
+        g = await cpu_per_move(go19_server(16, 0), _go19(16))
+        c = await cpu_per_move(openai_server(0), _openai(16, "choice"))
+        go19.append(g[0])
+        choice.append(c[0])
+        print(f"    round {round_}: GO19 {g[0]:.3f} ms/move (render {g[1]:.3f}, {g[3]} "
+              f"fallbacks); OpenAI constrain=choice {c[0]:.3f} (render {c[1]:.3f}, legal "
+              f"moves {c[2]:.3f}, {c[3]} fallbacks)")
+    print(f"    median: GO19 {median(go19):.3f}, OpenAI {median(choice):.3f} ms/move; "
+          f"ratio {median(choice) / median(go19):.2f}")
+    print("(a1) CPU per request on one mid-game position, one at a time, no referee")
+    per: dict[str, list[float]] = {"GO19": [], "OpenAI none": [], "OpenAI choice": []}
+    for _ in range(rounds):
+        per["GO19"].append(await per_request(go19_server(1, 0), _go19(1)))
+        per["OpenAI none"].append(await per_request(openai_server(0), _openai(1, "none")))
+        per["OpenAI choice"].append(await per_request(openai_server(0),
+                                                      _openai(1, "choice")))
+    for name, values in per.items():
+        print(f"    {name:14s} median {median(values):.3f} ms/request, min {min(values):.3f} "
+              f"(ratio to GO19 {median(values) / median(per['GO19']):.2f})")
 
 
 async def utilisation(name: str, argv: list[str],

@@ -94,13 +94,18 @@ def moves_regex(texts: Sequence[str]) -> str:
     return "(" + "|".join(re.escape(text) for text in texts) + ")"
 
 
+_IMAGE = "@image@"
+# In the JSON text the image's field is the only place these characters appear unescaped:
+# quotes inside any string (the prompt, the model's name) are written \".
+_IMAGE_FIELD = f'"url":"{_IMAGE}"'
+
+
 def chat_request(settings: AskSettings, game: Game, png: bytes, seed: int) -> bytes:
     """The JSON body of ``POST /v1/chat/completions`` for ``game``'s position."""
-    image = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     body: dict = {
         "model": settings.model,
         "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": image}},
+            {"type": "image_url", "image_url": {"url": _IMAGE}},
             {"type": "text", "text": prompt_text(settings, game)},
         ]}],
         "max_tokens": settings.max_tokens,
@@ -111,7 +116,11 @@ def chat_request(settings: AskSettings, game: Game, png: bytes, seed: int) -> by
         body["structured_outputs"] = {"choice": legal_texts(game, settings.answer)}
     elif settings.constrain == "regex":
         body["regex"] = moves_regex(legal_texts(game, settings.answer))
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # The picture's base64 needs no escaping: joined in as bytes rather than scanned by
+    # the JSON encoder (which made this function six times slower).
+    head, tail = json.dumps(body, ensure_ascii=False, separators=(",", ":")).split(_IMAGE_FIELD)
+    return b"".join((head.encode("utf-8"), b'"url":"data:image/png;base64,',
+                     base64.b64encode(png), b'"', tail.encode("utf-8")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ def image_and_text(seen: Seen) -> tuple[bytes, str]:
 @pytest.mark.parametrize("spelling, prompt_file", [
     ("gtp", None),
     ("sgf", "{side} to play move {move_number} (komi {komi}), {answer_format}:\n{board}\n"),
+    ("rowcol", 'Quotes survive: "url":"@image@" {side_letter} {{"json": "no"}}'),
 ])
 async def test_the_request_is_the_exported_sample(nursery, tmp_path: Path, spelling,
                                                   prompt_file) -> None:
