@@ -65,7 +65,11 @@ class HttpReplica(ReplicaHealth):
 
     async def complete(self, body: bytes) -> Reply:
         self.requests += 1
-        await self._wait_turn()
+        try:
+            await self._wait_turn()
+        except trio.Cancelled:
+            self.timeouts += 1  # the deadline came while this replica was backing off
+            raise
         attempt_round = self.round
         endpoint = self.endpoint
         start = trio.current_time()
