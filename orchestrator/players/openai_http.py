@@ -72,8 +72,6 @@ def http_errors(where: str) -> Iterator[None]:
         if "disconnect" in text.lower() or "closed" in text.lower():
             raise ConnectionFailed(f"{where}: {text[:1].lower()}{text[1:]}") from exc
         raise ProtocolViolation(f"{where}: not an HTTP reply ({text})") from exc
-    except httpx.DecodingError as exc:
-        raise ProtocolViolation(f"{where}: undecodable body ({exc})") from exc
     except httpx.TransportError as exc:  # read/write errors: reset, broken pipe
         raise ConnectionFailed(f"{where}: {_reason(exc)}") from exc
 

@@ -14,6 +14,7 @@ garbage-json    HTTP 200 with a body that is not JSON                   protocol
 no-choices      HTTP 200, a completion without ``choices``              protocol
 huge-reply      HTTP 200, 3 MiB of valid JSON, chunked (no length)      protocol
 huge-declared   HTTP 200 declaring a 3 MiB body (Content-Length)        protocol
+not-http        a reply that is not HTTP (a GO19 frame)                 protocol
 endless-body    HTTP 200, chunked, one byte now and then, never ending  timeout
 slow-header     reads the request, never sends a status line            timeout
 reset           reads the request, then resets the connection (RST)     connection
@@ -55,7 +56,7 @@ import trio
 LOCALHOST = "127.0.0.1"
 FAULTS = (
     "answer", "error-500", "error-404", "garbage-json", "no-choices", "huge-reply",
-    "huge-declared", "endless-body", "slow-header", "reset", "close",
+    "huge-declared", "not-http", "endless-body", "slow-header", "reset", "close",
 )
 HUGE_BYTES = 3 << 20
 _RECEIVE = 65536
@@ -243,6 +244,11 @@ class OpenAIServer:
         body = b'{"choices": [], "pad": "' + b" " * HUGE_BYTES + b'"}'
         await _send_bytes(stream, conn, 200, body)
         return True
+
+    async def _not_http(self, stream, conn, request: Seen) -> bool:
+        await stream.send_all(b"RPLY\x01\x03\x0f\r\n\r\n")  # a GO19 reply, then a blank line
+        await self._until_client_leaves(stream)
+        return False
 
     async def _endless_body(self, stream, conn, request: Seen) -> bool:
         await stream.send_all(conn.send(_head(200, chunked=True)))

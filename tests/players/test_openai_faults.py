@@ -33,6 +33,7 @@ FAULTS = [
     ("no-choices", "protocol", "no choices in the reply"),
     ("huge-reply", "protocol", f"reply over the {MAX_REPLY_BYTES}-byte bound"),
     ("huge-declared", "protocol", f"over the {MAX_REPLY_BYTES}-byte bound"),
+    ("not-http", "protocol", "not an HTTP reply"),
     ("reset", "connection", ""),
     ("close", "connection", ""),
 ]
