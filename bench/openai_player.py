@@ -10,13 +10,20 @@ way in the same run, as the reference.
     ``tests/players/openai_server.py`` answering a random one of the legal moves it is
     offered (``constrain = "choice"``, so that every answer is legal). The legal-move
     list is that mode's own cost, metered apart; ``constrain = "none"`` asks without it,
-    measured per request on one mid-game position for both players (a1). Target <= 1 ms.
+    measured per request on one mid-game position for both players (a1). Rounds alternate
+    between the players and medians are reported, so that a shared machine's load falls
+    on both alike. Target <= 1 ms.
 (b) endpoint utilisation: 32 slots, a server answering after 50 ms, 256 self-play games;
     requests/s over the nominal 32 / 0.050 s = 640/s, target >= 95 %; GO19 the same way.
+    Beside it, what the client controls: the share of the slots holding a request
+    (sampled every 10 ms), the server's actual round trip, and both processes' CPU, which
+    tell a busy machine's scheduling delays (a round trip far above 50 ms while neither
+    process uses its core) from a client that cannot keep up.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -69,9 +76,21 @@ class CpuMeter:
         self._restore()
 
 
+class Server:
+    """A server in its own process: its port (from its first line) and its CPU time."""
+
+    def __init__(self, process: trio.Process, port: int) -> None:
+        self.process = process
+        self.port = port
+
+    def cpu(self) -> float:
+        """User + system CPU seconds so far (``/proc/PID/stat``)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @asynccontextmanager
-async def server_process(argv: list[str]) -> AsyncIterator[int]:
-    """A server in its own process; yields the port its first line names."""
+async def server_process(argv: list[str]) -> AsyncIterator[Server]:
     process = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE, cwd=REPO)
     try:
         assert process.stdout is not None
@@ -80,7 +99,7 @@ async def server_process(argv: list[str]) -> AsyncIterator[int]:
             line += await process.stdout.receive_some(1)
         match = re.search(rb":(\d+)", line)
         assert match, line
-        yield int(match.group(1))
+        yield Server(process, int(match.group(1)))
     finally:
         process.kill()
         await process.wait()
@@ -130,8 +149,8 @@ async def cpu_per_move(argv: list[str], make: Callable[[int], tuple[ReplicaPool,
     render = CpuMeter(go19_module, "render_png")
     legal = CpuMeter(openai_wire, "legal_texts")
     try:
-        async with server_process(argv) as port:
-            endpoint, player = make(port)
+        async with server_process(argv) as server:
+            endpoint, player = make(server.port)
             async with endpoint:
                 await self_play(player, 2, 2)  # warm-up: connections open, caches filled
                 render.cpu = legal.cpu = 0.0
@@ -163,8 +182,8 @@ async def per_request(argv: list[str], make: Callable[[int], tuple[ReplicaPool, 
                       n: int = 500) -> float:
     """CPU ms per genmove on one mid-game position, one request at a time, no referee."""
     game = mid_game()
-    async with server_process(argv) as port:
-        endpoint, player = make(port)
+    async with server_process(argv) as server:
+        endpoint, player = make(server.port)
         async with endpoint:
             for _ in range(20):
                 await player.genmove(game)
@@ -222,27 +241,40 @@ async def bench_cpu(rounds: int = 3) -> None:
 async def utilisation(name: str, argv: list[str],
                       make: Callable[[int], tuple[ReplicaPool, Player]],
                       slots: int, latency: float, seconds: float) -> None:
-    async with server_process(argv) as port:
-        endpoint, player = make(port)
+    """Requests/s over the nominal slots/latency; and, from the client's side, the share
+    of the slots holding a request (in flight sampled every 10 ms), which a server slower
+    than its nominal 50 ms (starved of CPU on a shared machine) does not lower."""
+    async with server_process(argv) as server:
+        endpoint, player = make(server.port)
         async with endpoint:
             stop = trio.Event()
+            samples: list[int] = []
+
+            async def sample() -> None:
+                while not stop.is_set():
+                    samples.append(sum(r.in_flight for r in endpoint.replica_stats()))
+                    await trio.sleep(0.01)
+
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self_play, player, 10**6, 256, stop)
                 await trio.sleep(5.0)  # warm-up: connections open, queues full
                 (before,) = endpoint.replica_stats()
-                cpu0, start = time.process_time(), trio.current_time()
+                cpu0, start, served0 = time.process_time(), trio.current_time(), server.cpu()
+                nursery.start_soon(sample)
                 await trio.sleep(seconds)
                 (after,) = endpoint.replica_stats()
                 elapsed, cpu = trio.current_time() - start, time.process_time() - cpu0
+                served = server.cpu() - served0
                 stop.set()
                 nursery.cancel_scope.cancel()
     rate = (after.requests - before.requests) / elapsed
     ideal = slots / latency
     observed = sum(after.latency_ms) / len(after.latency_ms) / 1000
+    occupied = sum(samples) / len(samples) / slots
     print(f"    {name:26s} {rate:.1f} requests/s = {rate / ideal * 100:.1f} % of the nominal "
-          f"{ideal:.0f}/s; round trip seen {observed * 1000:.1f} ms, slots busy "
-          f"{rate * observed / slots * 100:.1f} %; orchestrator CPU {cpu / elapsed * 100:.0f} "
-          "% of a core")
+          f"{ideal:.0f}/s; slots holding a request {occupied * 100:.1f} % of the time; "
+          f"server round trip {observed * 1000:.1f} ms (nominal 50); CPU, % of a core: "
+          f"orchestrator {cpu / elapsed * 100:.0f}, server {served / elapsed * 100:.0f}")
 
 
 async def bench_utilisation(seconds: float = 20.0) -> None:
@@ -259,6 +291,7 @@ async def bench_utilisation(seconds: float = 20.0) -> None:
 
 def main() -> None:
     parts = sys.argv[1:] or ["a", "b"]
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
     if "a" in parts:
         trio.run(bench_cpu)
     if "b" in parts:
