@@ -88,10 +88,11 @@ class GameRecorded(Event):
 
 
 class ReplicaChanged(Event):
-    """A GO19 replica's health changed. ``status``: ``backoff`` (a connect failed; the next
-    attempt in ``retry_in`` s), ``down`` (given up after ``failures`` connects; probed in
-    the background) or ``ok`` (working again: after ``failures`` failed attempts, or after
-    ``probes`` background probes when it had been down)."""
+    """A replica's health changed (a GO19 server's, or an OpenAI-compatible one's base URL).
+    ``status``: ``backoff`` (a connect failed; the next attempt in ``retry_in`` s), ``down``
+    (given up after ``failures`` connects; probed in the background) or ``ok`` (working
+    again: after ``failures`` failed attempts, or after ``probes`` background probes when it
+    had been down, ``probe`` saying what the last one saw)."""
 
     address: str
     status: Literal["backoff", "down", "ok"]
@@ -100,6 +101,7 @@ class ReplicaChanged(Event):
     failures: int = 0
     probes: int = 0
     player: str | None = None  # the matchup's name for the endpoint, when it has one
+    probe: str | None = None  # GO19: "answered PING"; OpenAI: "lists MODEL"
 
 
 class PlayerDown(Event):

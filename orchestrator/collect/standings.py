@@ -100,8 +100,8 @@ def _(event: ReplicaChanged) -> str:
     if event.status == "down":
         return f"{where}: down after {event.failures} failed connects ({event.error})"
     if event.probes:
-        return (f"{where}: back up, answered PING after {plural(event.probes, 'probe')}; "
-                "in use again")
+        return (f"{where}: back up, {event.probe or 'answered'} after "
+                f"{plural(event.probes, 'probe')}; in use again")
     return f"{where}: reconnected after {plural(event.failures, 'failed attempt')}"
 
 

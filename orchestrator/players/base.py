@@ -45,6 +45,13 @@ class ProtocolViolation(PlayerError):
     reason = "protocol"
 
 
+class Unparsed(PlayerError):
+    """The player answered in words, but no move could be read from them (a VLM's reply
+    with no token that spells a move in the answer's spelling)."""
+
+    reason = "unparsed"
+
+
 class EngineDied(PlayerError):
     """A local engine process exited."""
 

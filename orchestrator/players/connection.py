@@ -27,7 +27,7 @@ Address = tuple[str, int]
 _RECEIVE_CHUNK = 65536
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     """A short reason for a socket failure, digging under trio's wrappers."""
     seen = exc
     while seen.__cause__ is not None and not isinstance(seen, ExceptionGroup):
@@ -55,7 +55,7 @@ def wire_errors(where: str) -> Iterator[None]:
         detail = f": {said.lower()}" if said else ""
         raise ConnectionFailed(f"{where}: bad host name{detail}") from exc
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        raise ConnectionFailed(f"{where}: {_describe(exc)}") from exc
+        raise ConnectionFailed(f"{where}: {describe(exc)}") from exc
 
 
 class ClosedBeforeReply(ConnectionFailed):

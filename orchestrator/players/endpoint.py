@@ -1,75 +1,72 @@
-"""The replica pool behind one GO19 player: :class:`Go19Endpoint`.
+"""The replica pool behind one player: :class:`ReplicaPool`, whatever its replicas speak,
+and GO19's :class:`Go19Endpoint` (the OpenAI player's is
+:class:`~orchestrator.players.openai_pool.OpenAIEndpoint`).
 
 A request goes to the least-loaded healthy replica; each replica reconnects on
 its own schedule (1.5 s, 3 s, 4.5 s … capped at 15 s between attempts) and is
-marked down after 6 consecutive failures. A failure is a connect that fails, or
-a new connection that breaks or sends garbage before its first reply (a server
+marked down after 6 consecutive failures. For GO19 a failure is a connect that fails,
+or a new connection that breaks or sends garbage before its first reply (a server
 that accepts and hangs up is as unusable as one that refuses); timeouts are the
-caller's and do not count. A down replica is probed in the background (connect
-and PING on the same schedule) when the endpoint has a nursery, and serves again
-as soon as it answers; :meth:`Go19Endpoint.wait_up` waits for that. An
+caller's and do not count. A down replica is probed in the background (GO19: connect
+and PING on the same schedule) when the pool has a nursery, and serves again
+as soon as it answers; :meth:`ReplicaPool.wait_up` waits for that. An
 ``on_event`` callback hears each failure with its backoff, each replica marked
 down or back up, and each reconnect after failures, as a
-:class:`~orchestrator.events.ReplicaChanged` event (``player``: the endpoint's ``name``).
+:class:`~orchestrator.events.ReplicaChanged` event (``player``: the pool's ``name``).
 The connect timeout is the pool's own; callers bound a request with
 ``trio.move_on_after``. Each replica's own state and schedule live in
-:mod:`~orchestrator.players.replica`; a replica tells its endpoint what changed through
-the endpoint's two public hooks, :meth:`Go19Endpoint.others_ready` and
-:meth:`Go19Endpoint.replica_changed` (the replica's ``ReplicaHost``).
+:mod:`~orchestrator.players.replica`; a replica tells its pool what changed through
+the pool's two public hooks, :meth:`ReplicaPool.others_ready` and
+:meth:`ReplicaPool.replica_changed` (the replica's ``ReplicaHost``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Generic, Self, TypeVar
 
 import trio
 
 from orchestrator.events import OnEvent, ReplicaChanged
 from orchestrator.players.base import ConnectionFailed, EndpointDown
 from orchestrator.players.connection import Address
-from orchestrator.players.replica import Replica, ReplicaPolicy, ReplicaStats, Unreachable
+from orchestrator.players.replica import (
+    Replica,
+    ReplicaHealth,
+    ReplicaPolicy,
+    ReplicaStats,
+    Unreachable,
+)
 from orchestrator.protocol import go19 as wire
 
+R = TypeVar("R", bound=ReplicaHealth)
+T = TypeVar("T")
 
-class Go19Endpoint:
-    """A pool of GO19 connections over the replicas of one adapter.
+
+class ReplicaPool(Generic[R]):
+    """The replicas of one player, whatever they speak.
 
     ``slots_per_replica`` bounds the requests in flight per healthy replica (one
-    endpoint-wide ``CapacityLimiter``, resized when replicas go down or come back).
-    Use as ``async with Go19Endpoint(...) as endpoint`` so idle connections get closed.
+    pool-wide ``CapacityLimiter``, resized when replicas go down or come back). A kind
+    of pool builds its replicas with itself as their host, hands them over with
+    :meth:`adopt`, and sends each request with :meth:`on_replica`. Use as ``async with``
+    so that connections get closed.
     """
 
     def __init__(
         self,
-        replicas: Sequence[Address],
+        policy: ReplicaPolicy,
         *,
         slots_per_replica: int = 1,
-        connect_timeout: float = 5.0,
-        allowed_sizes: Iterable[int] | None = None,
-        limits: wire.Limits | None = None,
-        max_failures: int = 6,
-        backoff_step: float = 1.5,
-        backoff_cap: float = 15.0,
-        max_idle: float = 30.0,
-        latency_samples: int = 256,
         on_event: OnEvent | None = None,
         nursery: trio.Nursery | None = None,
         name: str | None = None,
     ) -> None:
-        if not replicas:
-            raise ValueError("a GO19 endpoint needs at least one replica")
         if slots_per_replica < 1:
             raise ValueError(f"slots_per_replica must be >= 1, not {slots_per_replica}")
+        self.policy = policy
         self.slots_per_replica = slots_per_replica
-        limits = limits or wire.Limits()
-        if allowed_sizes is not None:
-            limits = replace(limits, allowed_sizes=frozenset(allowed_sizes))
-        self.policy = ReplicaPolicy(
-            connect_timeout=connect_timeout, limits=limits, max_failures=max_failures,
-            backoff_step=backoff_step, backoff_cap=backoff_cap, max_idle=max_idle,
-            latency_samples=latency_samples,
-        )
         self.name = name
         self.on_event = on_event
         self.closed = False
@@ -77,9 +74,15 @@ class Go19Endpoint:
         self._probes: set[trio.CancelScope] = set()  # aclose cancels them
         self._up = trio.Event()  # set while some replica is not down
         self._up.set()
-        self._replicas = [Replica(self, (host, int(port)), self.policy)
-                          for host, port in replicas]
-        self._limiter = trio.CapacityLimiter(slots_per_replica * len(self._replicas))
+        self._replicas: list[R] = []
+        self._limiter = trio.CapacityLimiter(slots_per_replica)
+
+    def adopt(self, replicas: Sequence[R]) -> None:
+        """The pool's replicas (once, from the constructor of a kind of pool)."""
+        if not replicas:
+            raise ValueError("a replica pool needs at least one replica")
+        self._replicas = list(replicas)
+        self._limiter.total_tokens = self.slots_per_replica * len(self._replicas)
 
     @property
     def addresses(self) -> list[str]:
@@ -108,22 +111,24 @@ class Go19Endpoint:
         while self.is_down():
             await self._up.wait()
 
-    async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
-        """Send one request to the least-loaded healthy replica and return its reply.
+    async def on_replica(self, call: Callable[[R], Awaitable[T]]) -> T:
+        """``call(replica)`` on the least-loaded healthy replica, within the slots; a
+        replica that raises Unreachable gives way to the next one.
 
-        Raises ConnectionFailed, ProtocolViolation, or EndpointDown when every replica is down.
+        Raises what ``call`` raises, ConnectionFailed when every replica was tried, or
+        EndpointDown when every replica is down.
         """
         if self.closed:
             raise ConnectionFailed(f"{self}: endpoint closed")
         self._check_up()  # fail fast, without queueing, when everything is down
         async with self._limiter:
             self._check_up()  # again: replicas may have gone down while we queued
-            tried: list[Replica] = []
+            tried: list[R] = []
             while True:
                 replica = self._pick(tried)
                 replica.in_flight += 1
                 try:
-                    return await replica.request(request)
+                    return await call(replica)
                 except Unreachable as exc:
                     # Each replica gets one connect attempt per request: the next request
                     # waits out the backoff, this one reports the failure now.
@@ -139,7 +144,7 @@ class Go19Endpoint:
             reasons = "; ".join(f"{r.where} ({r.last_error})" for r in self._replicas)
             raise EndpointDown(f"all replicas down: {reasons}")
 
-    def _pick(self, tried: list[Replica]) -> Replica:
+    def _pick(self, tried: list[R]) -> R:
         candidates = [r for r in self._replicas if not r.down and r not in tried]
         now = trio.current_time()
         # Prefer replicas not waiting out a backoff (else the one whose backoff ends first),
@@ -151,13 +156,13 @@ class Go19Endpoint:
 
     # -- the replicas' hooks (ReplicaHost) ---------------------------------------------
 
-    def others_ready(self, replica: Replica) -> bool:
+    def others_ready(self, replica: ReplicaHealth) -> bool:
         """Whether another replica could take a request now (not down, not in backoff)."""
         now = trio.current_time()
         return any(r is not replica and not r.down and not r.waiting(now)
                    for r in self._replicas)
 
-    def replica_changed(self, replica: Replica, event: ReplicaChanged) -> None:
+    def replica_changed(self, replica: ReplicaHealth, event: ReplicaChanged) -> None:
         """A replica went into backoff, down, or works again: resize the slots, probe a
         down one in the background, and announce it."""
         self._health_changed()
@@ -174,11 +179,11 @@ class Go19Endpoint:
         elif self._up.is_set():
             self._up = trio.Event()
 
-    def _start_probe(self, replica: Replica) -> None:
+    def _start_probe(self, replica: ReplicaHealth) -> None:
         if self._nursery is not None and not self.closed and not replica.probing:
             self._nursery.start_soon(self._probe, replica)
 
-    async def _probe(self, replica: Replica) -> None:
+    async def _probe(self, replica: ReplicaHealth) -> None:
         with trio.CancelScope() as scope:
             self._probes.add(scope)
             try:
@@ -199,8 +204,55 @@ class Go19Endpoint:
         for replica in self._replicas:
             await replica.aclose()
 
-    async def __aenter__(self) -> Go19Endpoint:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class Go19Endpoint(ReplicaPool[Replica]):
+    """A pool of GO19 connections over the replicas of one adapter.
+
+    ``slots_per_replica`` bounds the requests in flight per healthy replica.
+    Use as ``async with Go19Endpoint(...) as endpoint`` so idle connections get closed.
+    """
+
+    def __init__(
+        self,
+        replicas: Sequence[Address],
+        *,
+        slots_per_replica: int = 1,
+        connect_timeout: float = 5.0,
+        allowed_sizes: Iterable[int] | None = None,
+        limits: wire.Limits | None = None,
+        max_failures: int = 6,
+        backoff_step: float = 1.5,
+        backoff_cap: float = 15.0,
+        max_idle: float = 30.0,
+        latency_samples: int = 256,
+        on_event: OnEvent | None = None,
+        nursery: trio.Nursery | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not replicas:
+            raise ValueError("a GO19 endpoint needs at least one replica")
+        policy = ReplicaPolicy(
+            connect_timeout=connect_timeout, max_failures=max_failures,
+            backoff_step=backoff_step, backoff_cap=backoff_cap, latency_samples=latency_samples,
+        )
+        super().__init__(policy, slots_per_replica=slots_per_replica, on_event=on_event,
+                         nursery=nursery, name=name)
+        limits = limits or wire.Limits()
+        if allowed_sizes is not None:
+            limits = replace(limits, allowed_sizes=frozenset(allowed_sizes))
+        self.limits = limits
+        self.adopt([Replica(self, (host, int(port)), policy, limits, max_idle)
+                    for host, port in replicas])
+
+    async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
+        """Send one request to the least-loaded healthy replica and return its reply.
+
+        Raises ConnectionFailed, ProtocolViolation, or EndpointDown when every replica is down.
+        """
+        return await self.on_replica(lambda replica: replica.request(request))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
+
 from orchestrator import coords
 from orchestrator.players.base import RefusedMove
 from orchestrator.players.connection import Go19Connection, format_address
@@ -17,7 +19,7 @@ from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 
 __all__ = ["Go19Connection", "Go19Endpoint", "Go19Player", "Go19Service", "ReplicaStats",
-           "format_address"]
+           "board_png", "format_address"]
 
 
 class Go19Service(Protocol):
@@ -36,6 +38,15 @@ def _last_stone(game: Game) -> int | None:
     return None
 
 
+def board_png(game: Game, render: RenderSettings = DEFAULT_RENDER,
+              board: np.ndarray | None = None) -> bytes:
+    """The picture a VLM player sends for ``game``'s position, drawn with its ``render``
+    settings (``board``: the position's array, when the caller has it): the one render the
+    training export reproduces from the record."""
+    board = game.board.to_array() if board is None else board
+    return render.picture(board, _last_stone(game))
+
+
 class Go19Player:
     """A policy behind a GO19 endpoint; the endpoint belongs to whoever opened it.
     ``render`` is how its pictures are drawn (the record keeps it)."""
@@ -48,7 +59,7 @@ class Go19Player:
 
     async def genmove(self, game: Game) -> int:
         board = game.board.to_array()
-        png = self.render.picture(board, _last_stone(game))
+        png = board_png(game, self.render, board)
         request = wire.Request(game.size, game.to_play, png, board.tobytes())
         reply = await self.endpoint.request(request)
         if isinstance(reply, wire.ErrorReply):

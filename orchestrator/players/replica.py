@@ -1,15 +1,23 @@
-"""One replica of a GO19 endpoint: its idle connections, its failure schedule and its
-background probe while down. :class:`~orchestrator.players.endpoint.Go19Endpoint` owns
-the replicas and picks one per request; see there for the policy. A replica knows its
-endpoint only as a :class:`ReplicaHost`: whether another replica is ready, and the hook
-it calls when its health changes."""
+"""One replica of an endpoint. :class:`ReplicaHealth` is what every replica has, whatever
+it speaks: its counters, its failure rounds and backoff schedule, down, and the background
+probe that brings it back (each kind says what one probe is: :meth:`ReplicaHealth.probe_once`).
+:class:`Replica` adds GO19's talking (idle connections, connect, PING); the OpenAI
+player's HTTP replica (:mod:`~orchestrator.players.openai_pool`) adds HTTP's.
+
+A replica knows the pool that owns it only as a :class:`ReplicaHost` (whether another
+replica is ready, and the hook it calls when its health changes, with a
+:class:`~orchestrator.events.ReplicaChanged`), and shares the pool's frozen
+:class:`ReplicaPolicy`. :class:`~orchestrator.players.endpoint.ReplicaPool` owns the
+replicas and picks one per request; see :mod:`~orchestrator.players.endpoint` for the
+policy."""
 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import trio
 
@@ -27,30 +35,28 @@ from orchestrator.protocol import go19 as wire
 
 @dataclass(frozen=True, slots=True)
 class ReplicaPolicy:
-    """What the replicas of one endpoint share: the connect timeout, the frame limits, the
+    """What the replicas of one pool share, whatever they speak: the connect timeout, the
     failure schedule (``backoff_step`` more seconds per failure, capped; down after
-    ``max_failures``), how long an idle connection is kept, how many latencies are kept."""
+    ``max_failures``) and how many latencies are kept."""
 
     connect_timeout: float = 5.0
-    limits: wire.Limits = field(default_factory=wire.Limits)
     max_failures: int = 6
     backoff_step: float = 1.5
     backoff_cap: float = 15.0
-    max_idle: float = 30.0
     latency_samples: int = 256
 
 
 class ReplicaHost(Protocol):
-    """What a replica needs of the endpoint that owns it."""
+    """What a replica needs of the pool that owns it."""
 
     @property
     def closed(self) -> bool: ...
 
-    def others_ready(self, replica: Replica) -> bool:
+    def others_ready(self, replica: ReplicaHealth) -> bool:
         """Whether a request could go to another replica now instead of waiting here."""
         ...
 
-    def replica_changed(self, replica: Replica, event: ReplicaChanged) -> None:
+    def replica_changed(self, replica: ReplicaHealth, event: ReplicaChanged) -> None:
         """The replica's health changed (into backoff, down, or working again)."""
         ...
 
@@ -89,14 +95,19 @@ class ReplicaStats:
         return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
 
 
-class Replica:
-    def __init__(self, host: ReplicaHost, address: Address, policy: ReplicaPolicy) -> None:
+class ReplicaHealth(ABC):
+    """A replica's state and failure schedule, without its transport.
+
+    A kind of replica counts a failed attempt with :meth:`failed`, a working one with
+    :meth:`answered`, a cancelled request with :meth:`cancelled`, waits its turn with
+    :meth:`wait_turn`, and says how a down replica is probed in :meth:`probe_once`.
+    """
+
+    def __init__(self, host: ReplicaHost, where: str, policy: ReplicaPolicy) -> None:
         self.host = host
+        self.where = where
         self.policy = policy
-        self.address = address
-        self.where = format_address(address)
         self.status = "idle"
-        self.idle: list[Go19Connection] = []
         self.in_flight = 0
         self.requests = 0
         self.errors = 0
@@ -107,12 +118,10 @@ class Replica:
         self.last_attempt: float | None = None
         self.last_error: str | None = None
         self.latency_ms: deque[float] = deque(maxlen=policy.latency_samples)
-        self._lost_connection = False  # the next connect counts as a reconnect
-        # Bumped by each counted failure. A new connection that fails counts only if no
-        # failure was counted since it was opened: concurrent requests cannot speed up
-        # the schedule by failing together.
+        # Bumped by each counted failure. An attempt that fails counts only if no
+        # failure was counted since it began: concurrent requests cannot speed up the
+        # schedule by failing together.
         self.round = 0
-        self._connect_lock = trio.Lock()
         self.probing = False  # one background probe at a time, even across reset()
 
     @property
@@ -120,8 +129,11 @@ class Replica:
         return self.status == "down"
 
     def waiting(self, now: float) -> bool:
-        """Waiting out a backoff: no connect attempt before ``retry_at``."""
+        """Waiting out a backoff: no attempt before ``retry_at``."""
         return self.status == "backoff" and now < self.retry_at
+
+    def idle_connections(self) -> int:
+        return 0
 
     def stats(self) -> ReplicaStats:
         return ReplicaStats(
@@ -129,7 +141,7 @@ class Replica:
             status=self.status,
             retry_at=self.retry_at if self.status in ("backoff", "down") else None,
             in_flight=self.in_flight,
-            idle_connections=len(self.idle),
+            idle_connections=self.idle_connections(),
             requests=self.requests,
             errors=self.errors,
             timeouts=self.timeouts,
@@ -139,6 +151,121 @@ class Replica:
             last_error=self.last_error,
             latency_ms=tuple(self.latency_ms),
         )
+
+    def cancelled(self, deadline: float) -> None:
+        """A request to this replica was cancelled; ``deadline`` was its deadline when it
+        was made. Only the deadline makes a timeout: a request dropped before it (a second
+        Ctrl-C, a shutdown) says nothing about this replica."""
+        if trio.current_time() >= deadline:
+            self.timeouts += 1
+
+    async def wait_turn(self) -> None:
+        """Wait out this replica's backoff before an attempt; Skipped when another replica
+        is ready meanwhile, Unreachable when it is down."""
+        # A failure elsewhere (a new connection that broke) may move the backoff or take
+        # the replica down while this waits: look again after every wait.
+        while not self.down and trio.current_time() < self.retry_at:
+            self.status = "backoff"
+            if self.host.others_ready(self):
+                # Picked while it looked fine, but a concurrent attempt just failed:
+                # waiting here would spend the caller's deadline for nothing.
+                raise Skipped(f"{self.where}: in backoff ({self.last_error})")
+            await trio.sleep_until(self.retry_at)
+        if self.down:
+            raise Unreachable(f"{self.where}: down ({self.last_error})")
+
+    def answered(self) -> None:
+        """An attempt made on the schedule answered: the replica works (again)."""
+        failures, self.failures = self.failures, 0
+        self.retry_at = -math.inf
+        self.status = "ok"
+        if failures:
+            self.host.replica_changed(self, ReplicaChanged(self.where, "ok", failures=failures))
+
+    def reason(self, exc: BaseException) -> str:
+        """A player error's text without this replica's address in front."""
+        return str(exc).removeprefix(f"{self.where}: ")
+
+    def failed(self, exc: PlayerError, attempt_round: int) -> None:
+        """Count a failed attempt made in ``attempt_round``, unless a failure was counted
+        since it started (attempts made together fail together: one step of backoff)."""
+        if self.down:
+            return
+        if attempt_round != self.round:
+            if trio.current_time() < self.retry_at:
+                self.status = "backoff"  # its connect had said "ok"; the round's failure holds
+            return
+        self.round += 1
+        self.failures += 1
+        self.last_error = self.reason(exc)
+        delay = self._delay()
+        self.retry_at = trio.current_time() + delay
+        status: Literal["down", "backoff"] = \
+            "down" if self.failures >= self.policy.max_failures else "backoff"
+        self.status = status
+        self.host.replica_changed(self, ReplicaChanged(
+            self.where, status, retry_in=delay, error=self.last_error, failures=self.failures))
+
+    def _delay(self) -> float:
+        """The seed's schedule: 1.5 s after the first failure, 1.5 s more per failure, capped."""
+        return min(self.policy.backoff_step * self.failures, self.policy.backoff_cap)
+
+    async def probe(self) -> None:
+        """While down: :meth:`probe_once` on the backoff schedule, until one answers."""
+        self.probing = True
+        try:
+            await self._probe_until_up()
+        finally:
+            self.probing = False
+
+    @abstractmethod
+    async def probe_once(self) -> str:
+        """One probe of a down replica: what answered (the event says it: ``answered
+        PING``), or a PlayerError."""
+
+    async def _probe_until_up(self) -> None:
+        while self.down:
+            await trio.sleep_until(self.retry_at)
+            try:
+                answered = await self.probe_once()
+            except PlayerError as exc:
+                self.failures += 1
+                self.last_error = self.reason(exc)
+                self.retry_at = trio.current_time() + self._delay()
+                continue
+            probes = self.failures - self.policy.max_failures + 1
+            failures, self.failures = self.failures, 0
+            self.retry_at = -math.inf
+            self.status = "ok"
+            self.host.replica_changed(self, ReplicaChanged(
+                self.where, "ok", failures=failures, probes=probes, probe=answered))
+
+    def reset(self) -> None:
+        self.failures = 0
+        self.retry_at = -math.inf
+        if self.status in ("down", "backoff"):
+            self.status = "idle"
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Replica(ReplicaHealth):
+    """One GO19 replica: its idle connections over :class:`ReplicaHealth`'s schedule, the
+    frame ``limits`` of its connections, and how long an idle one is kept."""
+
+    def __init__(self, host: ReplicaHost, address: Address, policy: ReplicaPolicy,
+                 limits: wire.Limits, max_idle: float = 30.0) -> None:
+        super().__init__(host, format_address(address), policy)
+        self.address = address
+        self.limits = limits
+        self.max_idle = max_idle
+        self.idle: list[Go19Connection] = []
+        self._lost_connection = False  # the next connect counts as a reconnect
+        self._connect_lock = trio.Lock()
+
+    def idle_connections(self) -> int:
+        return len(self.idle)
 
     async def request(self, request: wire.Request) -> wire.MoveReply | wire.ErrorReply:
         self.requests += 1
@@ -159,10 +286,7 @@ class Replica:
                 reply = await self._first_or_later(conn, request)
             succeeded = True
         except trio.Cancelled:
-            # Only a deadline makes a timeout: a request dropped before its deadline (a
-            # second Ctrl-C, a shutdown) says nothing about this replica.
-            if trio.current_time() >= deadline:
-                self.timeouts += 1
+            self.cancelled(deadline)
             self._lost_connection = True
             raise
         except Skipped:
@@ -170,7 +294,7 @@ class Replica:
         except BaseException as exc:
             self.errors += 1
             self._lost_connection = True
-            self.last_error = self._reason(exc)
+            self.last_error = self.reason(exc)
             raise
         finally:
             if succeeded:
@@ -194,20 +318,19 @@ class Replica:
             reply = await conn.request(request)
         except (ConnectionFailed, ProtocolViolation) as exc:
             if fresh:
-                self._failed(exc, conn.round)
+                self.failed(exc, conn.round)
             raise
         if fresh and conn.round == self.round:
             # Only an attempt made on the schedule ends a backoff: a connection opened
             # before the last counted failure says nothing about the replica since.
-            self._answered()
+            self.answered()
         return reply
 
     async def _checkout(self) -> Go19Connection:
-        max_idle = self.policy.max_idle
         while self.idle:
             conn = self.idle.pop()
             quiet = conn.quiet()
-            if quiet and trio.current_time() - conn.idle_since <= max_idle:
+            if quiet and trio.current_time() - conn.idle_since <= self.max_idle:
                 return conn
             if not quiet:
                 self._lost_connection = True  # replacing it is a reconnect
@@ -229,112 +352,32 @@ class Replica:
         no other replica is free of one. The lock keeps one attempt at a time, so
         concurrent requests cannot speed up the schedule.
         """
-        policy = self.policy
         async with self._connect_lock:
-            # A failure elsewhere (a new connection that broke) may move the backoff or
-            # take the replica down while this waits: look again after every wait.
-            while not self.down and trio.current_time() < self.retry_at:
-                self.status = "backoff"
-                if self.host.others_ready(self):
-                    # Picked while it looked fine, but a concurrent attempt just failed:
-                    # waiting here would spend the caller's deadline for nothing.
-                    raise Skipped(f"{self.where}: in backoff ({self.last_error})")
-                await trio.sleep_until(self.retry_at)
-            if self.down:
-                raise Unreachable(f"{self.where}: down ({self.last_error})")
+            await self.wait_turn()
             self.status = "connecting"
             self.last_attempt = trio.current_time()
             attempt_round = self.round
             if self._lost_connection or self.failures:
                 self.reconnects += 1
             try:
-                with wire_errors(self.where), trio.fail_after(policy.connect_timeout):
-                    conn = await Go19Connection.connect(*self.address, limits=policy.limits)
+                with wire_errors(self.where), trio.fail_after(self.policy.connect_timeout):
+                    conn = await Go19Connection.connect(*self.address, limits=self.limits)
             except ConnectionFailed as exc:
-                self._failed(exc, attempt_round)
+                self.failed(exc, attempt_round)
                 raise Unreachable(str(exc)) from exc
             self._lost_connection = False
             self.status = "ok"
             conn.round = attempt_round
             return conn
 
-    def _answered(self) -> None:
-        """A new connection answered: the replica works (again)."""
-        failures, self.failures = self.failures, 0
-        self.retry_at = -math.inf
-        self.status = "ok"
-        if failures:
-            self.host.replica_changed(self, ReplicaChanged(self.where, "ok", failures=failures))
-
-    def _reason(self, exc: BaseException) -> str:
-        return str(exc).removeprefix(f"{self.where}: ")
-
-    def _failed(self, exc: PlayerError, attempt_round: int) -> None:
-        """Count a failed attempt made in ``attempt_round``, unless a failure was counted
-        since it started (attempts made together fail together: one step of backoff)."""
-        if self.down:
-            return
-        if attempt_round != self.round:
-            if trio.current_time() < self.retry_at:
-                self.status = "backoff"  # its connect had said "ok"; the round's failure holds
-            return
-        self.round += 1
-        self.failures += 1
-        self.last_error = self._reason(exc)
-        delay = self._delay()
-        self.retry_at = trio.current_time() + delay
-        if self.failures >= self.policy.max_failures:
-            self.status = "down"
-            self.host.replica_changed(self, ReplicaChanged(
-                self.where, "down", retry_in=delay, error=self.last_error,
-                failures=self.failures))
-        else:
-            self.status = "backoff"
-            self.host.replica_changed(self, ReplicaChanged(
-                self.where, "backoff", retry_in=delay, error=self.last_error,
-                failures=self.failures))
-
-    def _delay(self) -> float:
-        """The seed's schedule: 1.5 s after the first failure, 1.5 s more per failure, capped."""
-        return min(self.policy.backoff_step * self.failures, self.policy.backoff_cap)
-
-    async def probe(self) -> None:
-        """While down: a connect and a PING on the backoff schedule, until one answers.
-
-        The answering connection joins the idle pool, so the replica serves at once.
-        """
-        self.probing = True
-        try:
-            await self._probe_until_up()
-        finally:
-            self.probing = False
-
-    async def _probe_until_up(self) -> None:
-        policy = self.policy
-        while self.down:
-            await trio.sleep_until(self.retry_at)
-            try:
-                with wire_errors(self.where), trio.fail_after(policy.connect_timeout):
-                    conn = await Go19Connection.connect(*self.address, limits=policy.limits)
-                    await conn.ping()
-            except (ConnectionFailed, ProtocolViolation) as exc:
-                self.failures += 1
-                self.last_error = self._reason(exc)
-                self.retry_at = trio.current_time() + self._delay()
-                continue
-            probes = self.failures - policy.max_failures + 1
-            failures, self.failures = self.failures, 0
-            self.retry_at = -math.inf
-            self.status = "ok"
-            self.idle.append(conn)
-            self.host.replica_changed(self, ReplicaChanged(
-                self.where, "ok", failures=failures, probes=probes))
-
-    def reset(self) -> None:
-        self.failures = 0
-        self.retry_at = -math.inf
-        if self.status in ("down", "backoff"):
-            self.status = "idle"
+    async def probe_once(self) -> str:
+        """A connect and a PING; the answering connection joins the idle pool, so the
+        replica serves at once."""
+        with wire_errors(self.where), trio.fail_after(self.policy.connect_timeout):
+            conn = await Go19Connection.connect(*self.address, limits=self.limits)
+            await conn.ping()
+        self.idle.append(conn)
+        return "answered PING"
 
     async def aclose(self) -> None:
         idle, self.idle = self.idle, []

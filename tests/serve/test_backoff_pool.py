@@ -285,7 +285,7 @@ async def test_down_replica_is_probed_and_used_again(nursery, loopback_clock) ->
     where = f"{LOCALHOST}:{port}"
     assert events[-2:] == [
         (22.5, ReplicaChanged(where, "down", 9.0, "connection refused", 6)),
-        (82.5, ReplicaChanged(where, "ok", failures=10, probes=5)),
+        (82.5, ReplicaChanged(where, "ok", failures=10, probes=5, probe="answered PING")),
     ]
     assert words(events[-1][1]) == f"{where}: back up, answered PING after 5 probes; in use again"
 
