@@ -87,6 +87,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also serve a watch page of the run (needs the web extra; host 127.0.0.1 "
         "unless given; default: no watch page)",
     )
+    parser.add_argument(
+        "--web-allow-host", action="append", default=[], metavar="NAME",
+        help="another Host name the watch page may be reached by (repeatable; default: "
+        "the loopback names and the --web host)",
+    )
 
 def run(args: argparse.Namespace) -> int:
     if args.games is not None and args.games < 1:
@@ -112,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
 
     dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
     if args.web is not None:  # the watch page runs where the dashboard would, beside it
-        dashboard = _with_web_page(args.web, dashboard)
+        reports = None if args.no_report else args.reports
+        dashboard = _with_web_page(args.web, args.web_allow_host, reports, dashboard)
         if dashboard is None:
             return EXIT_INPUT
     try:
@@ -133,24 +139,36 @@ def run(args: argparse.Namespace) -> int:
     return summary.exit_code
 
 
-def _with_web_page(bind: str, dashboard):
+def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None, dashboard):
     """Something in the dashboard's place (``run`` and ``log``): the watch page
-    (orchestrator/web) running beside the dashboard, if any. None after a one-line error."""
+    (orchestrator/web) running beside the dashboard, if any, on a port bound now, before
+    any game. None after a one-line error."""
     try:
-        from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, parse_bind, watch_task
+        from orchestrator.web import server
     except ImportError as exc:
         print(f"collect: --web needs the web extra ({exc.name} missing): "
               "pip install 'go19[web]'", file=sys.stderr)
         return None
     try:
-        host, port = parse_bind(bind)
+        host, port = server.parse_bind(bind)
     except ValueError as exc:
         print(f"collect: --web: {exc}", file=sys.stderr)
         return None
-    if not is_loopback(host):
-        print(NO_AUTH_WARNING.format(host=host), file=sys.stderr)
-    return SimpleNamespace(run=watch_task(host, port, dashboard.run if dashboard else None),
-                           log=dashboard.log if dashboard else None)
+    problem = server.allowed_names_problem(allow_hosts)
+    if problem:
+        print(f"collect: --web-allow-host: {problem}", file=sys.stderr)
+        return None
+    try:
+        listener = server.bind_listener(host, port)
+    except OSError as exc:
+        print(f"collect: --web: cannot listen on {host}:{port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return None
+    if not server.is_loopback(host):
+        print(server.NO_AUTH_WARNING.format(host=host), file=sys.stderr)
+    hosts = server.trusted_hosts(host, allow_hosts)
+    return SimpleNamespace(run=server.watch_task(listener, hosts, reports, dashboard.run),
+                           log=dashboard.log)
 
 
 def print_summary(summary: RunSummary) -> None:

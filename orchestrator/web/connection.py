@@ -1,10 +1,15 @@
 """The connection panel of a server row: a one-off PING/PONG on its own connection
 (never the in-game one) and the seed client's coloured label, with optional
 auto-reconnect: after a failure, wait 1.5 s, 3 s, 4.5 s … (capped at 15 s),
-counting down on the label every 0.25 s, and stop after 6 failures in a row."""
+counting down on the label every 0.25 s, and stop after 6 failures in a row.
+
+Also the minimal check of a host name where the page (or ``go19 play --host``) gives
+one: ``a..b`` or a label over 63 characters makes the resolver raise UnicodeError deep
+inside trio, which would end the whole server instead of failing one check."""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 
 import trio
@@ -17,6 +22,24 @@ BACKOFF_STEP_S = 1.5
 BACKOFF_CAP_S = 15.0
 MAX_FAILURES = 6
 TICK_S = 0.25
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is no host name or address, in a few words; None when it is one."""
+    if not host:
+        return "empty host name"
+    if any(c.isspace() for c in host):
+        return f"bad host name {host!r}"
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return None
+    except ValueError:
+        pass
+    try:
+        host.encode("idna")  # empty labels and labels over 63 characters are refused here
+    except UnicodeError:
+        return f"bad host name {host!r}"
+    return None
 
 
 def _ms(ms: float) -> str:

@@ -1,0 +1,368 @@
+"""What watching costs (issue 26), not a test: `.venv/bin/python bench/watchers.py [a] [b]
+[--tree DIR] [--rounds N] [--games N]`.
+
+Everything measured runs in its own process from the source tree ``--tree`` (default:
+this checkout), so the same bench measures main and a branch; the clients are this
+process (trio-websocket), kept cheap so that they do not eat the cores they measure.
+
+(a) watchers: a real collection (`collect --web`, two `go19 serve` heuristic processes
+    as the players, concurrency 8) played with no page open and with 20 watchers:
+    8 follow the newest live game (and the next one when it ends), 11 click a random
+    finished game once a second, 1 opens the socket and never reads. Rounds alternate
+    (without, with, with, without, …) so drift on a busy machine hits both alike. Per
+    round: games/min between the first and the last recorded game (the log's lines,
+    timestamped as they come) and the collect process's CPU seconds per game
+    (getrusage of the reaped child). Target: with watchers >= 95 % of the games/min
+    without.
+(b) tabs: `go19 play` with 100 tabs open (human vs human), one of them sending 1,000
+    clicks as fast as it can (legal and illegal points: every click changes what the
+    page shows), then one settings change, which every tab must see. Measured: the
+    server process's CPU seconds (/proc/PID/stat) from the first click until the last
+    tab has the change, and the wall time of a plain HTTP GET of the page repeated
+    every 0.1 s meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+from trio_websocket import ConnectionClosed, HandshakeError, open_websocket_url
+
+HERE = Path(__file__).resolve().parents[1]
+FINISHED = re.compile(r"game \d+: .* by \S+, \d+ moves$|game \d+ void")
+FOLLOWERS, CLICKERS, SILENT = 8, 11, 1
+TABS, CLICKS = int(os.environ.get("TABS", 100)), int(os.environ.get("CLICKS", 1000))
+
+MATCHUP = """
+[run]
+name = "watchers"
+seed = 26
+
+[players.strong]
+kind = "go19"
+replicas = ["127.0.0.1:{strong}"]
+slots = 4
+
+[players.weak]
+kind = "go19"
+replicas = ["127.0.0.1:{weak}"]
+slots = 4
+
+[pairing]
+black = "strong"
+white = "weak"
+
+[game]
+komi = 2.5
+move_timeout_s = 60
+concurrency = 8
+"""
+
+
+def env(tree: Path) -> dict:
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+def go19(*args: str) -> list[str]:
+    return [sys.executable, "-m", "orchestrator.cli", *args]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve(tree: Path, level: int, seed: int) -> tuple[subprocess.Popen, int]:
+    server = subprocess.Popen(
+        go19("serve", "--engine", "heuristic", "--level", str(level), "--seed",
+             str(seed), "--slots", "4", "--port", "0", "--quiet"),
+        stdout=subprocess.PIPE, text=True, env=env(tree), cwd=tree)
+    line = server.stdout.readline()  # "serving GO19 on 127.0.0.1:PORT (…)"
+    return server, int(line.split()[3].rsplit(":", 1)[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# -- the clients ---------------------------------------------------------------------
+
+class Games:
+    """The game numbers a watch page lists, from whichever message carries them (the
+    seed's one "watch" message, or the separate run/finished messages)."""
+
+    def __init__(self) -> None:
+        self.live: list[int] = []
+        self.finished: list[int] = []
+
+    def read(self, text: str) -> None:
+        if '"live"' not in text and '"finished"' not in text:
+            return
+        message = json.loads(text)
+        if isinstance(message.get("live"), list):
+            self.live = [g["number"] for g in message["live"]]
+        if isinstance(message.get("finished"), list):
+            self.finished = [g["number"] for g in message["finished"]]
+
+
+async def watcher(url: str, kind: str, stop: trio.Event, seed: int) -> None:
+    """A page that reconnects when dropped, as the real one does."""
+    rng = random.Random(seed)
+    while not stop.is_set():
+        try:
+            async with open_websocket_url(url.replace("http", "ws", 1) + "ws") as ws:
+                games = Games()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_pick, ws, games, kind, rng)
+                    while True:
+                        games.read(await ws.get_message())
+        except (ConnectionClosed, HandshakeError, OSError):
+            if not stop.is_set():
+                await trio.sleep(1.0)  # the page's own retry delay
+
+
+async def _pick(ws, games: Games, kind: str, rng: random.Random) -> None:
+    watched = None
+    while True:
+        if kind == "follow":
+            if games.live and watched not in games.live:
+                watched = max(games.live)
+                await ws.send_message(json.dumps({"type": "watch", "game": watched}))
+            await trio.sleep(0.2)
+        else:
+            if games.finished:
+                watched = rng.choice(games.finished)
+                await ws.send_message(json.dumps({"type": "watch", "game": watched}))
+            await trio.sleep(1.0)
+
+
+async def silent_page(url: str, stop: trio.Event) -> None:
+    """Opens the WebSocket, asks for game 1, and never reads a byte."""
+    import wsproto
+    from wsproto.events import Request, TextMessage
+
+    host = url.removeprefix("http://").rstrip("/")
+    hostname, port = host.rsplit(":", 1)
+    client = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+    stream = await trio.open_tcp_stream(hostname, int(port))
+    await stream.send_all(client.send(Request(host=host, target="/ws")))
+    await stream.send_all(client.send(TextMessage(data='{"type":"watch","game":1}')))
+    await stop.wait()
+    await stream.aclose()
+
+
+# -- (a) watchers ------------------------------------------------------------------------
+
+async def one_run(tree: Path, matchup: Path, games: int, watchers: bool, rec: Path) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    process = await trio.lowlevel.open_process(
+        go19("collect", "--matchup", str(matchup), "--games", str(games),
+             "--recordings", str(rec), "--no-dashboard", "--no-report", "--standings-every",
+             "0", "--web", f"127.0.0.1:{free_port()}"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env(tree), cwd=tree)
+    stamps: list[float] = []
+    stop = trio.Event()
+    url: list[str] = []
+
+    async def read_log() -> None:
+        buffer = b""
+        async for chunk in process.stdout:
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for raw in lines:
+                line = raw.decode(errors="replace")
+                if "watch page: " in line and not url:
+                    url.append(line.split("watch page: ")[1].strip())
+                    if watchers:
+                        start_watchers(url[0])
+                elif FINISHED.search(line):
+                    stamps.append(time.monotonic())
+        stop.set()
+
+    async with trio.open_nursery() as nursery:
+        def start_watchers(page: str) -> None:
+            for i in range(FOLLOWERS):
+                nursery.start_soon(watcher, page, "follow", stop, i)
+            for i in range(CLICKERS):
+                nursery.start_soon(watcher, page, "click", stop, 100 + i)
+            for _ in range(SILENT):
+                nursery.start_soon(silent_page, page, stop)
+
+        nursery.start_soon(read_log)
+        await process.wait()
+        await stop.wait()
+        nursery.cancel_scope.cancel()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    rate = (len(stamps) - 1) / (stamps[-1] - stamps[0]) * 60 if len(stamps) > 1 else 0.0
+    return {"games": len(stamps), "per_min": rate, "cpu_per_game": cpu / max(len(stamps), 1),
+            "rc": process.returncode}
+
+
+def bench_watchers(tree: Path, rounds: int, games: int) -> None:
+    servers = [serve(tree, 2, 1), serve(tree, 1, 2)]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            matchup = Path(tmp) / "watchers.toml"
+            matchup.write_text(MATCHUP.format(strong=servers[0][1], weak=servers[1][1]))
+            results: dict[bool, list[dict]] = {False: [], True: []}
+            order = [False, True, True, False] * ((rounds + 1) // 2)
+            for i, watched in enumerate(order[:2 * rounds]):
+                result = trio.run(one_run, tree, matchup, games, watched, Path(tmp) / f"r{i}")
+                results[watched].append(result)
+                print(f"    run {i + 1}: {'20 watchers' if watched else 'no watcher '}  "
+                      f"{result['per_min']:6.1f} games/min  collect CPU "
+                      f"{result['cpu_per_game']:.3f} s/game  ({result['games']} games, "
+                      f"exit {result['rc']})", flush=True)
+    finally:
+        for server, _ in servers:
+            server.kill()
+            server.wait()
+    alone = [r["per_min"] for r in results[False]]
+    watched = [r["per_min"] for r in results[True]]
+    ratio = statistics.mean(watched) / statistics.mean(alone)
+    pairs = [w / a for w, a in zip(watched, alone, strict=True)]
+    print(f"(a) {games}-game collection, 20 watchers ({FOLLOWERS} following, {CLICKERS} "
+          f"clicking finished games once a second, {SILENT} never reading):")
+    print(f"    games/min without {statistics.mean(alone):.1f} "
+          f"[{min(alone):.1f}–{max(alone):.1f}], with {statistics.mean(watched):.1f} "
+          f"[{min(watched):.1f}–{max(watched):.1f}]: {ratio * 100:.1f} % (per round "
+          f"{', '.join(f'{p * 100:.0f} %' for p in pairs)}; target >= 95 %)")
+    cpu_alone = statistics.mean(r["cpu_per_game"] for r in results[False])
+    cpu_watched = statistics.mean(r["cpu_per_game"] for r in results[True])
+    print(f"    collect CPU per game: {cpu_alone:.3f} s without, {cpu_watched:.3f} s with "
+          f"(+{(cpu_watched - cpu_alone) * 1000:.0f} ms per game for the 20 pages)")
+
+
+# -- (b) tabs ------------------------------------------------------------------------------
+
+async def get_page(host: str, port: int) -> float:
+    """The wall time of one GET of the page, until its last byte."""
+    start = time.perf_counter()
+    stream = await trio.open_tcp_stream(host, port)
+    await stream.send_all(f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        reply += await stream.receive_some(65536)
+    head, body = reply.split(b"\r\n\r\n", 1)
+    length = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1))
+    while len(body) < length:
+        body += await stream.receive_some(65536)
+    await stream.aclose()
+    return time.perf_counter() - start
+
+
+async def tabs_run(tree: Path) -> dict:
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        process = await trio.lowlevel.open_process(
+            go19("play", "--port", str(port), "--recordings", tmp),
+            stdout=subprocess.PIPE, env=env(tree), cwd=tree)
+        first = b""
+        while not first.endswith(b"\n"):
+            first += await process.stdout.receive_some(1)
+        url = f"ws://127.0.0.1:{port}/ws"
+        flags = [trio.Event() for _ in range(TABS)]
+        marker = '"komi":6.5'
+        latencies: list[float] = []
+        async with trio.open_nursery() as nursery:
+            sockets = []
+
+            dropped: list[int] = []
+
+            async def tab(i: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
+                async with open_websocket_url(url) as ws:
+                    sockets.append(ws)
+                    task_status.started()
+                    try:
+                        while True:
+                            text = await ws.get_message()
+                            if marker in text:
+                                flags[i].set()
+                    except ConnectionClosed:  # the server dropped a tab it found too slow
+                        dropped.append(i)
+                        flags[i].set()
+
+            for i in range(TABS):
+                await nursery.start(tab, i)
+            await sockets[0].send_message(json.dumps(
+                {"type": "new", "settings": {"mode": "hh", "komi": 2.5}}))
+            await trio.sleep(1.0)  # the new game is on every tab
+            stop = trio.Event()
+
+            probed = trio.Event()
+
+            async def probe() -> None:
+                while not stop.is_set():
+                    latencies.append(await get_page("127.0.0.1", port))
+                    await trio.sleep(0.1)
+                probed.set()
+
+            rng = random.Random(26)
+            cpu0, wall0 = cpu_seconds(process.pid), time.perf_counter()
+            nursery.start_soon(probe)
+            for _ in range(CLICKS):  # one tab: the server reads them, then the change, in order
+                await sockets[0].send_message(json.dumps(
+                    {"type": "click", "point": rng.randrange(361)}))
+            await sockets[0].send_message(json.dumps(
+                {"type": "settings", "settings": {"mode": "hh", "komi": 6.5}}))
+            with trio.move_on_after(300) as waited:
+                for flag in flags:
+                    await flag.wait()
+            if waited.cancelled_caught:
+                print(f"    gave up after 300 s: {sum(f.is_set() for f in flags)} of {TABS} "
+                      "tabs saw the change", flush=True)
+            cpu, wall = cpu_seconds(process.pid) - cpu0, time.perf_counter() - wall0
+            stop.set()
+            await probed.wait()  # the GET in flight counts too
+            nursery.cancel_scope.cancel()
+        process.kill()
+        await process.wait()
+    return {"cpu": cpu, "wall": wall, "get": latencies, "dropped": len(dropped)}
+
+
+def bench_tabs(tree: Path, rounds: int) -> None:
+    results = [trio.run(tabs_run, tree) for _ in range(rounds)]
+    for i, r in enumerate(results, 1):
+        print(f"    run {i}: server CPU {r['cpu']:.2f} s, {r['wall']:.2f} s wall; GET / "
+              f"median {statistics.median(r['get']) * 1000:.0f} ms, max "
+              f"{max(r['get']) * 1000:.0f} ms ({len(r['get'])} GETs); {r['dropped']} tabs "
+              "dropped by the server", flush=True)
+    cpus = [r["cpu"] for r in results]
+    worst = [max(r["get"]) for r in results]
+    print(f"(b) {TABS} tabs, {CLICKS} clicks: server CPU "
+          f"{statistics.mean(cpus):.2f} s [{min(cpus):.2f}–{max(cpus):.2f}], slowest GET "
+          f"{min(worst) * 1000:.0f}–{max(worst) * 1000:.0f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("parts", nargs="*", default=["a", "b"])
+    parser.add_argument("--tree", type=Path, default=HERE, help="source tree to measure")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each kind")
+    parser.add_argument("--games", type=int, default=48, help="games per collection")
+    args = parser.parse_args()
+    print(f"source tree {args.tree}", flush=True)
+    if "a" in args.parts:
+        bench_watchers(args.tree.resolve(), args.rounds, args.games)
+    if "b" in args.parts:
+        bench_tabs(args.tree.resolve(), args.rounds)
+
+
+if __name__ == "__main__":
+    main()
