@@ -131,9 +131,10 @@ async def watcher(url: str, kind: str, stop: trio.Event, seed: int) -> None:
                     nursery.start_soon(_pick, ws, games, kind, rng)
                     while True:
                         games.read(await ws.get_message())
-        except (ConnectionClosed, HandshakeError, OSError):
-            if not stop.is_set():
-                await trio.sleep(1.0)  # the page's own retry delay
+        except* (ConnectionClosed, HandshakeError, OSError):
+            pass
+        if not stop.is_set():
+            await trio.sleep(1.0)  # the page's own retry delay
 
 
 async def _pick(ws, games: Games, kind: str, rng: random.Random) -> None:
@@ -154,13 +155,17 @@ async def _pick(ws, games: Games, kind: str, rng: random.Random) -> None:
 async def silent_page(url: str, stop: trio.Event) -> None:
     """Opens the WebSocket, asks for game 1, and never reads a byte."""
     import wsproto
-    from wsproto.events import Request, TextMessage
+    from wsproto.events import AcceptConnection, Request, TextMessage
 
     host = url.removeprefix("http://").rstrip("/")
     hostname, port = host.rsplit(":", 1)
     client = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
     stream = await trio.open_tcp_stream(hostname, int(port))
     await stream.send_all(client.send(Request(host=host, target="/ws")))
+    accepted = False
+    while not accepted:  # the handshake's answer is all it ever reads
+        client.receive_data(await stream.receive_some(4096))
+        accepted = any(isinstance(e, AcceptConnection) for e in client.events())
     await stream.send_all(client.send(TextMessage(data='{"type":"watch","game":1}')))
     await stop.wait()
     await stream.aclose()
@@ -251,20 +256,40 @@ def bench_watchers(tree: Path, rounds: int, games: int) -> None:
 
 # -- (b) tabs ------------------------------------------------------------------------------
 
-async def get_page(host: str, port: int) -> float:
-    """The wall time of one GET of the page, until its last byte."""
+# A plain HTTP client in its own process (the tabs' messages keep this one busy): a GET
+# of the page every 0.1 s, each one's wall time printed, until stdin closes.
+PROBE = r"""
+import re, select, socket, sys, time
+port = int(sys.argv[1])
+while not select.select([sys.stdin], [], [], 0.1)[0]:
     start = time.perf_counter()
-    stream = await trio.open_tcp_stream(host, port)
-    await stream.send_all(f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
-    reply = b""
-    while b"\r\n\r\n" not in reply:
-        reply += await stream.receive_some(65536)
-    head, body = reply.split(b"\r\n\r\n", 1)
-    length = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1))
-    while len(body) < length:
-        body += await stream.receive_some(65536)
-    await stream.aclose()
-    return time.perf_counter() - start
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            reply += sock.recv(65536)
+        head, body = reply.split(b"\r\n\r\n", 1)
+        length = int(re.search(rb"content-length: *(\d+)", head, re.I).group(1))
+        while len(body) < length:
+            body += sock.recv(65536)
+    print(time.perf_counter() - start, flush=True)
+"""
+
+
+async def probing(port: int):
+    """Start the GET prober; the returned function stops it and gives its wall times."""
+    probe = await trio.lowlevel.open_process([sys.executable, "-c", PROBE, str(port)],
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    async def stop() -> list[float]:
+        await probe.stdin.aclose()
+        out = b""
+        async for chunk in probe.stdout:
+            out += chunk
+        await probe.wait()
+        return [float(line) for line in out.split()]
+
+    return stop
 
 
 async def tabs_run(tree: Path) -> dict:
@@ -279,7 +304,6 @@ async def tabs_run(tree: Path) -> dict:
         url = f"ws://127.0.0.1:{port}/ws"
         flags = [trio.Event() for _ in range(TABS)]
         marker = '"komi":6.5'
-        latencies: list[float] = []
         async with trio.open_nursery() as nursery:
             sockets = []
 
@@ -303,19 +327,12 @@ async def tabs_run(tree: Path) -> dict:
             await sockets[0].send_message(json.dumps(
                 {"type": "new", "settings": {"mode": "hh", "komi": 2.5}}))
             await trio.sleep(1.0)  # the new game is on every tab
-            stop = trio.Event()
-
-            probed = trio.Event()
-
-            async def probe() -> None:
-                while not stop.is_set():
-                    latencies.append(await get_page("127.0.0.1", port))
-                    await trio.sleep(0.1)
-                probed.set()
-
+            stop_probe = await probing(port)  # the same GET with the tabs open, idle
+            await trio.sleep(0.6)
+            idle = await stop_probe()
             rng = random.Random(26)
+            stop_probe = await probing(port)
             cpu0, wall0 = cpu_seconds(process.pid), time.perf_counter()
-            nursery.start_soon(probe)
             for _ in range(CLICKS):  # one tab: the server reads them, then the change, in order
                 await sockets[0].send_message(json.dumps(
                     {"type": "click", "point": rng.randrange(361)}))
@@ -328,12 +345,11 @@ async def tabs_run(tree: Path) -> dict:
                 print(f"    gave up after 300 s: {sum(f.is_set() for f in flags)} of {TABS} "
                       "tabs saw the change", flush=True)
             cpu, wall = cpu_seconds(process.pid) - cpu0, time.perf_counter() - wall0
-            stop.set()
-            await probed.wait()  # the GET in flight counts too
+            latencies = await stop_probe()  # the GET in flight counts too
             nursery.cancel_scope.cancel()
         process.kill()
         await process.wait()
-    return {"cpu": cpu, "wall": wall, "get": latencies, "dropped": len(dropped)}
+    return {"cpu": cpu, "wall": wall, "get": latencies, "idle": idle, "dropped": len(dropped)}
 
 
 def bench_tabs(tree: Path, rounds: int) -> None:
@@ -341,8 +357,9 @@ def bench_tabs(tree: Path, rounds: int) -> None:
     for i, r in enumerate(results, 1):
         print(f"    run {i}: server CPU {r['cpu']:.2f} s, {r['wall']:.2f} s wall; GET / "
               f"median {statistics.median(r['get']) * 1000:.0f} ms, max "
-              f"{max(r['get']) * 1000:.0f} ms ({len(r['get'])} GETs); {r['dropped']} tabs "
-              "dropped by the server", flush=True)
+              f"{max(r['get']) * 1000:.0f} ms ({len(r['get'])} GETs; idle median "
+              f"{statistics.median(r['idle']) * 1000:.0f} ms); {r['dropped']} tabs dropped by "
+              "the server", flush=True)
     cpus = [r["cpu"] for r in results]
     worst = [max(r["get"]) for r in results]
     print(f"(b) {TABS} tabs, {CLICKS} clicks: server CPU "

@@ -16,7 +16,9 @@ rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+import os
+import socket
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib.resources import files
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -36,19 +38,63 @@ from orchestrator.web.session import PlaySession
 
 STATIC = Path(str(files("orchestrator.web") / "static"))
 SEND_TIMEOUT_S = 5.0
+# At most this often per page: changes that come faster (a click storm, a fast game) are
+# sent as one, the latest, so that a hundred tabs cost a bounded share of the loop.
+SEND_INTERVAL_S = 0.04
 MAX_MESSAGE = 64 * 1024
 NO_STORE = {"Cache-Control": "no-store"}
 
 
 async def _send(websocket: WebSocket, text: str) -> bool:
-    """Send one message; False when the page is too slow or gone (then it is dropped)."""
-    with trio.move_on_after(SEND_TIMEOUT_S):
+    """Send one message; False when the page is too slow or gone (then it is dropped).
+
+    Hypercorn writes under a shielded cancel scope, so a deadline cannot end a send that
+    a page which stopped reading never takes (its task, and the server's shutdown, would
+    wait for ever): a watchdog cuts that page's connection instead, and the send then
+    fails as for a lost connection."""
+    too_slow = False
+    async with trio.open_nursery() as nursery:
+        # Shielded: when the page's task is cancelled (the server stops), the send it is
+        # stuck in still has to be ended, and only the watchdog can.
+        watchdog = trio.CancelScope(shield=True)
+
+        async def cut_when_too_slow() -> None:
+            nonlocal too_slow
+            with watchdog:
+                await trio.sleep(SEND_TIMEOUT_S)
+                too_slow = True
+                _cut(websocket.scope)
+
+        nursery.start_soon(cut_when_too_slow)
         try:
             await websocket.send_text(text)
-            return True
+            sent = True
         except (WebSocketDisconnect, RuntimeError, OSError, trio.BrokenResourceError):
-            return False
-    return False
+            sent = False
+        watchdog.cancel()
+    return sent and not too_slow
+
+
+def _cut(scope: Mapping[str, object]) -> None:
+    """Shut down the TCP connection of ``scope``'s page, found by its two addresses among
+    this process's sockets (``/proc/self/fd``; elsewhere the page is only given up)."""
+    client, server = scope.get("client"), scope.get("server")
+    if not isinstance(client, (list, tuple)) or not isinstance(server, (list, tuple)) or \
+            not os.path.isdir("/proc/self/fd"):
+        return
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except (OSError, ValueError):
+            continue  # not a socket (or gone)
+        try:
+            if (sock.type == socket.SOCK_STREAM and sock.getpeername()[:2] == tuple(client)
+                    and sock.getsockname()[:2] == tuple(server)):
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            sock.close()
 
 
 async def _serve_socket(websocket: WebSocket,
@@ -122,6 +168,7 @@ def play_app(session: PlaySession, hosts: Sequence[str]) -> Starlette:
                 seen = await session.pulse.wait(seen)
                 if not await send(session.snapshot_text()):
                     return
+                await trio.sleep(SEND_INTERVAL_S)
 
         await _serve_socket(websocket, sender, session.handle)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 
 pytest.importorskip("hypercorn", reason="the web extra is not installed (pip install -e '.[web]')")
 
@@ -183,3 +184,51 @@ async def test_the_watch_page_refuses_a_foreign_host_header(tmp_path):
         url = await nursery.start(serve_app, app, bind_listener("127.0.0.1", 0))
         await _refused_for_a_foreign_host(url)
         nursery.cancel_scope.cancel()
+
+
+# -- a page that stopped reading cannot hold a game, or the server's end --------------------
+
+@pytest.fixture
+def slow_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps when the loop has been idle 10 ms: a send that never
+    completes is idle, so the page's 5 s deadline comes at once."""
+    return trio.testing.MockClock(autojump_threshold=0.01)
+
+
+async def test_a_page_that_never_reads_cannot_keep_the_server_from_stopping(tmp_path,
+                                                                            slow_clock):
+    """Hypercorn writes under a shielded cancel scope: a page that stopped reading used to
+    keep its task, and with it the server's end (and collect's exit), waiting for ever."""
+    import wsproto
+    from wsproto.events import AcceptConnection, Request
+
+    stopped = trio.Event()
+    async with trio.open_nursery() as nursery:
+        server = trio.CancelScope()
+
+        async def play(task_status=trio.TASK_STATUS_IGNORED) -> None:
+            with server:
+                await serve_play("127.0.0.1", 0, tmp_path, task_status=task_status)
+            stopped.set()
+
+        url, session = await nursery.start(play)
+        host = url.removeprefix("http://").rstrip("/")
+        client = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(raw))
+        try:
+            await stream.socket.connect(("127.0.0.1", int(host.rsplit(":", 1)[1])))
+            await stream.send_all(client.send(Request(host=host, target="/ws")))
+            while not any(isinstance(e, AcceptConnection) for e in client.events()):
+                client.receive_data(await stream.receive_some(4096))
+            # The page stops reading; the game changes more than it could ever take.
+            for n in range(200):
+                session.say(f"{n} " + "x" * 60_000, "info")
+                await trio.sleep(0.05)
+            server.cancel()
+            with trio.move_on_after(60) as waited:  # virtual seconds
+                await stopped.wait()
+        finally:
+            await stream.aclose()  # ends a send stuck for ever, so the test cannot hang
+    assert not waited.cancelled_caught, "the server could not stop for a page that never reads"

@@ -16,7 +16,9 @@ from tests.web.harness import board_after, skip_without_browser, wait_for
 
 skip_without_browser()
 
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
@@ -103,6 +105,9 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
                 break
         assert url, "collect never announced its watch page"
         driver.get(url)
+        # The page opens on the newest game in flight, without a click.
+        wait_for(driver, lambda d: d.find_element(By.ID, "game-line").text.startswith(
+            "game 1 (live)"), "the page did not open on the game in flight")
         row = wait_for(driver, lambda d: d.find_elements(
             By.CSS_SELECTOR, '#live-games tr[data-game="1"]'), "game 1 never listed")
         row[0].click()
@@ -127,6 +132,18 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
         wait_for(driver, lambda d: d.find_element(By.ID, "board").get_attribute("data-move")
                  == str(moves))
         assert drawn_stones(driver) == live
+        # The estimate of the position the replay rests on, from the server.
+        wait_for(driver, lambda d: d.find_element(By.ID, "estimate").text.startswith(
+            "Estimate B "), "no estimate for the replayed position")
+
+        # The keyboard steps through it as the slider does.
+        total = len(game.moves)
+        body = driver.find_element(By.TAG_NAME, "body")
+        for key, expected in ((Keys.HOME, 0), (Keys.ARROW_RIGHT, 1), (Keys.ARROW_RIGHT, 2),
+                              (Keys.ARROW_LEFT, 1), (Keys.END, total)):
+            ActionChains(driver).send_keys_to_element(body, key).perform()
+            wait_for(driver, lambda d, n=expected: d.find_element(By.ID, "slider-label").text
+                     .startswith(f"move {n} of {total}"), f"{key!r} did not show move {expected}")
 
         # The referee's board at that move, from the recording: what the page showed live.
         at_move = read_games(next(recordings.glob("*/baduk-*.sgf")).read_bytes())[0]
