@@ -5,15 +5,20 @@ Everything measured runs in its own process from the source tree ``--tree`` (def
 this checkout), so the same bench measures main and a branch; the clients are this
 process (trio-websocket), kept cheap so that they do not eat the cores they measure.
 
-(a) watchers: a real collection (`collect --web`, two `go19 serve` heuristic processes
-    as the players, concurrency 8) played with no page open and with 20 watchers:
-    8 follow the newest live game (and the next one when it ends), 11 click a random
-    finished game once a second, 1 opens the socket and never reads. Rounds alternate
-    (without, with, with, without, …) so drift on a busy machine hits both alike. Per
-    round: games/min between the first and the last recorded game (the log's lines,
-    timestamped as they come) and the collect process's CPU seconds per game
-    (getrusage of the reaped child). Target: with watchers >= 95 % of the games/min
-    without.
+(a) watchers, same run: one real collection (`collect --web`, two `go19 serve`
+    heuristic processes as the players, concurrency 8) whose pages come and go: windows
+    of ``--window`` seconds with no page open alternate with windows where 20 watchers
+    are on it (8 follow the newest live game, and the next one when it ends; 11 click a
+    random finished game once a second; 1 opens the socket and never reads). Per window:
+    games/min (the log's "game N: … by …" lines, timestamped as they come) and the
+    collect process's CPU seconds per game (/proc/PID/stat); the first two windows are
+    warm-up. Adjacent windows share the machine's load, so their ratio is what watching
+    costs. Target: with watchers >= 95 % of the games/min without.
+(c) watchers, separate runs: the same collection played whole with no page and with the
+    20 watchers, alternating (without, with, with, without, …); games/min between the
+    first and the last recorded game and the collect CPU per game (getrusage of the
+    reaped child); a collect that records every game but does not exit is killed and
+    said so.
 (b) tabs: `go19 play` with 100 tabs open (human vs human), one of them sending 1,000
     clicks as fast as it can (legal and illegal points: every click changes what the
     page shows), then one settings change, which every tab must see. Measured: the
@@ -44,6 +49,7 @@ from trio_websocket import ConnectionClosed, HandshakeError, open_websocket_url
 HERE = Path(__file__).resolve().parents[1]
 FINISHED = re.compile(r"game \d+: .* by \S+, \d+ moves$|game \d+ void")
 FOLLOWERS, CLICKERS, SILENT = 8, 11, 1
+EXIT_GRACE_S = 30.0
 TABS, CLICKS = int(os.environ.get("TABS", 100)), int(os.environ.get("CLICKS", 1000))
 
 MATCHUP = """
@@ -120,10 +126,14 @@ class Games:
             self.finished = [g["number"] for g in message["finished"]]
 
 
+CONNECTIONS = {"follow": 0, "click": 0}
+
+
 async def watcher(url: str, kind: str, stop: trio.Event, seed: int) -> None:
     """A page that reconnects when dropped, as the real one does."""
     rng = random.Random(seed)
     while not stop.is_set():
+        CONNECTIONS[kind] += 1
         try:
             async with open_websocket_url(url.replace("http", "ws", 1) + "ws") as ws:
                 games = Games()
@@ -175,6 +185,7 @@ async def silent_page(url: str, stop: trio.Event) -> None:
 
 async def one_run(tree: Path, matchup: Path, games: int, watchers: bool, rec: Path) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CONNECTIONS.update(follow=0, click=0)
     process = await trio.lowlevel.open_process(
         go19("collect", "--matchup", str(matchup), "--games", str(games),
              "--recordings", str(rec), "--no-dashboard", "--no-report", "--standings-every",
@@ -182,7 +193,9 @@ async def one_run(tree: Path, matchup: Path, games: int, watchers: bool, rec: Pa
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env(tree), cwd=tree)
     stamps: list[float] = []
     stop = trio.Event()
+    recorded = trio.Event()
     url: list[str] = []
+    hung = False
 
     async def read_log() -> None:
         buffer = b""
@@ -197,7 +210,19 @@ async def one_run(tree: Path, matchup: Path, games: int, watchers: bool, rec: Pa
                         start_watchers(url[0])
                 elif FINISHED.search(line):
                     stamps.append(time.monotonic())
+                    if len(stamps) >= games:
+                        recorded.set()
         stop.set()
+
+    async def exit_or_kill() -> None:
+        """A collect that has recorded every game but does not exit is killed (and said)."""
+        nonlocal hung
+        await recorded.wait()
+        with trio.move_on_after(EXIT_GRACE_S) as waited:
+            await process.wait()
+        if waited.cancelled_caught:
+            hung = True
+            process.kill()
 
     async with trio.open_nursery() as nursery:
         def start_watchers(page: str) -> None:
@@ -209,6 +234,7 @@ async def one_run(tree: Path, matchup: Path, games: int, watchers: bool, rec: Pa
                 nursery.start_soon(silent_page, page, stop)
 
         nursery.start_soon(read_log)
+        nursery.start_soon(exit_or_kill)
         await process.wait()
         await stop.wait()
         nursery.cancel_scope.cancel()
@@ -216,7 +242,105 @@ async def one_run(tree: Path, matchup: Path, games: int, watchers: bool, rec: Pa
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     rate = (len(stamps) - 1) / (stamps[-1] - stamps[0]) * 60 if len(stamps) > 1 else 0.0
     return {"games": len(stamps), "per_min": rate, "cpu_per_game": cpu / max(len(stamps), 1),
-            "rc": process.returncode}
+            "rc": f"hung at exit, killed after {EXIT_GRACE_S:g} s" if hung else process.returncode,
+            "connections": sum(CONNECTIONS.values())}
+
+
+async def windowed_run(tree: Path, matchup: Path, games: int, window: float,
+                       rec: Path) -> list[dict]:
+    """One collection, its watchers on in every second window; a row per window."""
+    process = await trio.lowlevel.open_process(
+        go19("collect", "--matchup", str(matchup), "--games", str(games),
+             "--recordings", str(rec), "--no-dashboard", "--no-report", "--standings-every",
+             "0", "--web", f"127.0.0.1:{free_port()}"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env(tree), cwd=tree)
+    stamps: list[float] = []
+    page = trio.Event()
+    done = trio.Event()
+    url: list[str] = []
+
+    async def read_log() -> None:
+        buffer = b""
+        async for chunk in process.stdout:
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for raw in lines:
+                line = raw.decode(errors="replace")
+                if "watch page: " in line and not url:
+                    url.append(line.split("watch page: ")[1].strip())
+                    page.set()
+                elif FINISHED.search(line):
+                    stamps.append(time.monotonic())
+        done.set()
+
+    def cpu() -> float | None:
+        try:
+            return cpu_seconds(process.pid)
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+
+    rows = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_log)
+        await page.wait()
+        watching = False
+        while not done.is_set():
+            start, cpu0 = time.monotonic(), cpu()
+            with trio.move_on_after(window):
+                async with trio.open_nursery() as pages:
+                    if watching:
+                        for i in range(FOLLOWERS):
+                            pages.start_soon(watcher, url[0], "follow", done, i)
+                        for i in range(CLICKERS):
+                            pages.start_soon(watcher, url[0], "click", done, 100 + i)
+                        for _ in range(SILENT):
+                            pages.start_soon(silent_page, url[0], done)
+                    await done.wait()
+                    pages.cancel_scope.cancel()
+            end, cpu1 = time.monotonic(), cpu()
+            finished = sum(start <= t < end for t in stamps)
+            rows.append({"watched": watching, "seconds": end - start, "games": finished,
+                         "per_min": finished / (end - start) * 60,
+                         "cpu": None if cpu0 is None or cpu1 is None else cpu1 - cpu0})
+            watching = not watching
+        await process.wait()
+    return rows
+
+
+def bench_same_run(tree: Path, games: int, window: float) -> None:
+    servers = [serve(tree, 2, 1), serve(tree, 1, 2)]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            matchup = Path(tmp) / "watchers.toml"
+            matchup.write_text(MATCHUP.format(strong=servers[0][1], weak=servers[1][1]))
+            rows = trio.run(windowed_run, tree, matchup, games, window, Path(tmp) / "rec")
+    finally:
+        for server, _ in servers:
+            server.kill()
+            server.wait()
+    # Whole windows after the warm-up, in (without, with) pairs.
+    rows = [r for r in rows[2:] if r["seconds"] >= 0.9 * window and r["cpu"] is not None]
+    for r in rows:
+        print(f"    {'20 watchers' if r['watched'] else 'no watcher '}  {r['per_min']:6.1f} "
+              f"games/min  collect CPU {r['cpu'] / max(r['games'], 1):.3f} s/game  "
+              f"({r['games']} games in {r['seconds']:.0f} s)", flush=True)
+    pairs = [(a, b) for a, b in zip(rows, rows[1:], strict=False)
+             if not a["watched"] and b["watched"]]
+    ratios = [b["per_min"] / a["per_min"] for a, b in pairs if a["per_min"]]
+    alone = [a["per_min"] for a, _ in pairs]
+    watched = [b["per_min"] for _, b in pairs]
+    print(f"(a) one {games}-game collection, {window:g} s windows without and with 20 watchers "
+          f"({FOLLOWERS} following, {CLICKERS} clicking finished games once a second, "
+          f"{SILENT} never reading):")
+    print(f"    games/min without {statistics.mean(alone):.1f} [{min(alone):.1f}–"
+          f"{max(alone):.1f}], with {statistics.mean(watched):.1f} [{min(watched):.1f}–"
+          f"{max(watched):.1f}]: {statistics.mean(watched) / statistics.mean(alone) * 100:.1f} %"
+          f" (per pair {', '.join(f'{r * 100:.0f} %' for r in ratios)}; target >= 95 %)")
+    per_game = {w: sum(r["cpu"] for r in rows if r["watched"] is w)
+                / max(sum(r["games"] for r in rows if r["watched"] is w), 1)
+                for w in (False, True)}
+    print(f"    collect CPU per game: {per_game[False]:.3f} s without, {per_game[True]:.3f} s "
+          f"with (+{(per_game[True] - per_game[False]) * 1000:.0f} ms per game for the pages)")
 
 
 def bench_watchers(tree: Path, rounds: int, games: int) -> None:
@@ -233,7 +357,9 @@ def bench_watchers(tree: Path, rounds: int, games: int) -> None:
                 print(f"    run {i + 1}: {'20 watchers' if watched else 'no watcher '}  "
                       f"{result['per_min']:6.1f} games/min  collect CPU "
                       f"{result['cpu_per_game']:.3f} s/game  ({result['games']} games, "
-                      f"exit {result['rc']})", flush=True)
+                      f"exit {result['rc']}"
+                      + (f", {result['connections']} page connections" if watched else "")
+                      + ")", flush=True)
     finally:
         for server, _ in servers:
             server.kill()
@@ -242,7 +368,7 @@ def bench_watchers(tree: Path, rounds: int, games: int) -> None:
     watched = [r["per_min"] for r in results[True]]
     ratio = statistics.mean(watched) / statistics.mean(alone)
     pairs = [w / a for w, a in zip(watched, alone, strict=True)]
-    print(f"(a) {games}-game collection, 20 watchers ({FOLLOWERS} following, {CLICKERS} "
+    print(f"(c) {games}-game collections, 20 watchers ({FOLLOWERS} following, {CLICKERS} "
           f"clicking finished games once a second, {SILENT} never reading):")
     print(f"    games/min without {statistics.mean(alone):.1f} "
           f"[{min(alone):.1f}–{max(alone):.1f}], with {statistics.mean(watched):.1f} "
@@ -371,14 +497,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("parts", nargs="*", default=["a", "b"])
     parser.add_argument("--tree", type=Path, default=HERE, help="source tree to measure")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of each kind")
-    parser.add_argument("--games", type=int, default=48, help="games per collection")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of each kind (b, c)")
+    parser.add_argument("--games", type=int, help="games per collection (a: 300, c: 48)")
+    parser.add_argument("--window", type=float, default=20.0, help="(a)'s window, seconds")
     args = parser.parse_args()
-    print(f"source tree {args.tree}", flush=True)
+    tree = args.tree.resolve()
+    print(f"source tree {tree}", flush=True)
     if "a" in args.parts:
-        bench_watchers(args.tree.resolve(), args.rounds, args.games)
+        bench_same_run(tree, args.games or 300, args.window)
     if "b" in args.parts:
-        bench_tabs(args.tree.resolve(), args.rounds)
+        bench_tabs(tree, args.rounds)
+    if "c" in args.parts:
+        bench_watchers(tree, args.rounds, args.games or 48)
 
 
 if __name__ == "__main__":

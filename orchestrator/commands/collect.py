@@ -21,8 +21,8 @@ from orchestrator.collect.run import (
 EXIT_CODES = """\
 exit status:
   0    every game asked for is recorded, or the SPRT decided
-  2    bad matchup or options, or the recordings cannot be written (disk full,
-       read-only): nothing half-written is left, --resume continues
+  2    bad matchup or options (a --web port in use), or the recordings cannot be
+       written (disk full, read-only): nothing half-written is left, --resume continues
   3    a player cannot be reached: no replica answers at start (after
        --wait-endpoints), every replica down for down_pause_s, or a streak of
        void games made of failed connections

@@ -38,6 +38,7 @@ from orchestrator.web.session import PlaySession
 
 STATIC = Path(str(files("orchestrator.web") / "static"))
 SEND_TIMEOUT_S = 5.0
+WATCH_EVERY_S = 1.0  # how often a page's watchdog looks at the send in progress
 # At most this often per page: changes that come faster (a click storm, a fast game) are
 # sent as one, the latest, so that a hundred tabs cost a bounded share of the loop.
 SEND_INTERVAL_S = 0.04
@@ -45,34 +46,47 @@ MAX_MESSAGE = 64 * 1024
 NO_STORE = {"Cache-Control": "no-store"}
 
 
-async def _send(websocket: WebSocket, text: str) -> bool:
-    """Send one message; False when the page is too slow or gone (then it is dropped).
+class _Link:
+    """A page's sending side: one message at a time, given up when a send outlasts
+    ``SEND_TIMEOUT_S`` (the page is too slow or gone, and is dropped).
 
     Hypercorn writes under a shielded cancel scope, so a deadline cannot end a send that
-    a page which stopped reading never takes (its task, and the server's shutdown, would
-    wait for ever): a watchdog cuts that page's connection instead, and the send then
-    fails as for a lost connection."""
-    too_slow = False
-    async with trio.open_nursery() as nursery:
-        # Shielded: when the page's task is cancelled (the server stops), the send it is
-        # stuck in still has to be ended, and only the watchdog can.
-        watchdog = trio.CancelScope(shield=True)
+    a page which stopped reading never takes (its task, and the server's end, would wait
+    for ever): the page's watchdog, shielded too, cuts its connection instead, and the
+    send then fails as for a lost connection."""
 
-        async def cut_when_too_slow() -> None:
-            nonlocal too_slow
-            with watchdog:
-                await trio.sleep(SEND_TIMEOUT_S)
-                too_slow = True
-                _cut(websocket.scope)
+    def __init__(self, websocket: WebSocket) -> None:
+        self.websocket = websocket
+        self.sending_since: float | None = None
+        self.too_slow = False
+        self._watching = trio.CancelScope(shield=True)
 
-        nursery.start_soon(cut_when_too_slow)
+    async def send(self, text: str) -> bool:
+        if self.too_slow:
+            return False
+        self.sending_since = trio.current_time()
         try:
-            await websocket.send_text(text)
+            await self.websocket.send_text(text)
             sent = True
         except (WebSocketDisconnect, RuntimeError, OSError, trio.BrokenResourceError):
             sent = False
-        watchdog.cancel()
-    return sent and not too_slow
+        finally:
+            self.sending_since = None
+        return sent and not self.too_slow
+
+    async def watch(self) -> None:
+        with self._watching:
+            while True:
+                await trio.sleep(WATCH_EVERY_S)
+                since = self.sending_since
+                if since is not None and trio.current_time() - since >= SEND_TIMEOUT_S:
+                    self.too_slow = True
+                    _cut(self.websocket.scope)
+                    return
+
+    def stop_watching(self) -> None:
+        """The page's sender is done (no send of its can be stuck any more)."""
+        self._watching.cancel()
 
 
 def _cut(scope: Mapping[str, object]) -> None:
@@ -106,12 +120,17 @@ async def _serve_socket(websocket: WebSocket,
         await websocket.close(code=1008)  # policy violation
         return
     await websocket.accept()
+    link = _Link(websocket)
     async with trio.open_nursery() as nursery:
 
         async def send_then_stop() -> None:
-            await sender(lambda text: _send(websocket, text))
+            try:
+                await sender(link.send)
+            finally:
+                link.stop_watching()
             nursery.cancel_scope.cancel()
 
+        nursery.start_soon(link.watch)
         nursery.start_soon(send_then_stop)
         try:
             while True:

@@ -2,10 +2,11 @@
 shared by every page, so that a hundred pages cost the run about what one does.
 
 The collector announces nothing, so while a page is open one task looks at the run
-every ``POLL_S`` and rebuilds only what changed: the run part (headline, games in
-flight, the end of the run), the finished games, and the board of each game in flight
-that a page follows. Each page has its own sender (:class:`WatchPage`), woken by a
-change, which sends the parts it has not sent yet: the latest state, never a backlog.
+every ``POLL_S`` and rebuilds only what changed: the board of each game in flight that
+a page follows, the finished games, and (every ``RUN_EVERY_S``, or when a game ends)
+the run part: headline, games in flight, the end of the run. Each page has its own
+sender (:class:`WatchPage`), woken by a change, which sends the parts it has not sent
+yet: the latest state, never a backlog.
 Finished games and the estimates a replay asks for come from :class:`ReplayCache`,
 computed off the loop; a page waiting for one holds up no other page.
 """
@@ -26,7 +27,8 @@ from orchestrator.web import views
 from orchestrator.web.replays import ReplayCache
 from orchestrator.web.watch import WatchHub
 
-POLL_S = 0.2
+POLL_S = 0.25
+RUN_EVERY_S = 1.0  # the games table and headline: a table needs no refresh per move
 
 
 def _json(data: object) -> str:
@@ -69,17 +71,21 @@ class WatchFeed:
         self.pages: set[WatchPage] = set()
         self.over = False
         self._left = trio.Event()
+        self._run_built = -RUN_EVERY_S
 
     # -- building -------------------------------------------------------------------------
 
     def refresh(self) -> None:
         hub = self.hub
         state = hub.collector.state
-        changed = self.run_part.update(object(), lambda: {
-            "type": "run", "headline": hub.headline(), "live": hub.live_rows(time.monotonic()),
-            "over": self._over()})
-        changed |= self.finished.update(len(state.records), lambda: {
+        now = time.monotonic()
+        changed = self.finished.update(len(state.records), lambda: {
             "type": "finished", "finished": hub.finished_rows()})
+        if changed or self.over or now - self._run_built >= RUN_EVERY_S:
+            self._run_built = now
+            changed |= self.run_part.update(object(), lambda: {
+                "type": "run", "headline": hub.headline(), "live": hub.live_rows(now),
+                "over": self._over()})
         followed = {page.selected for page in self.pages if page.selected is not None}
         for gone in [n for n in self.games if n not in followed or n not in state.live]:
             del self.games[gone]
@@ -153,7 +159,7 @@ class WatchPage:
         kind, number, move = message.get("type"), message.get("game"), message.get("move")
         if kind == "watch" and (number is None or type(number) is int):
             self.selected, self.fresh = number, True
-            if number is not None and number not in self.feed.games:
+            if number in self.feed.hub.collector.state.live and number not in self.feed.games:
                 self.feed.refresh()  # a game in flight gets its board now, not next poll
         elif kind == "estimate" and type(number) is int and type(move) is int and move >= 0:
             self.asked = (number, move)

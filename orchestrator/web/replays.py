@@ -19,7 +19,9 @@ from orchestrator.rules.game import Game
 from orchestrator.sgf import SgfError, SgfGame, read_games
 from orchestrator.web import views
 
-GAMES_KEPT = 64
+# More than the finished games a page lists (watch.FINISHED_SHOWN): pages clicking through
+# the list never make a game be replayed twice (about 15 KB of JSON each).
+GAMES_KEPT = 256
 ESTIMATES_KEPT = 2048
 
 

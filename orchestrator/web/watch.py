@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _FALLBACK_EVENT = re.compile(r"^game (\d+) move \d+: .+ \S+, fallback$")
 FINISHED_SHOWN = 200
 LIVE_SHOWN = 100
-ESTIMATE_EVERY_S = 1.0
+ESTIMATE_EVERY_S = 2.0
 
 
 class WatchHub:
