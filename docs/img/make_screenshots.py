@@ -120,7 +120,9 @@ def web_scenes(out: Path) -> None:
         for vertex in OPENING:
             if played == count:
                 break
-            wait_for(driver, lambda d: "your move" in text(d, "turn"))
+            wait_for(driver, lambda d: "your move" in text(d, "turn"),
+                     f"no turn for the human: {text(driver, 'turn')!r}, "
+                     f"{text(driver, 'status')!r}, {text(driver, 'pending')!r}")
             before = moves(driver)
             click_point(driver, vertex)
             wait_for(driver, lambda d, b=before: moves(d) > b or "illegal" in text(d, "status"))
@@ -207,7 +209,7 @@ def watch_scenes(loop, driver, tmp: Path, photograph, free_port, wait_for, text,
     from orchestrator.serve import HeuristicEngine, serve_go19
 
     port, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=1), "127.0.0.1", 0,
-                                 slots=2, delay_ms=10))
+                                 slots=2, delay_ms=40))
     matchup = tmp / "screenshot.toml"
     matchup.write_text(WATCHED.format(port=port))
     collect = subprocess.Popen(
@@ -221,8 +223,11 @@ def watch_scenes(loop, driver, tmp: Path, photograph, free_port, wait_for, text,
         driver.get(url)
         wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#finished-games tbody tr"))
                  >= 2 and len(d.find_elements(By.CSS_SELECTOR, "#live-games tbody tr")) == 2)
-        driver.find_elements(By.CSS_SELECTOR, "#live-games tbody tr")[-1].click()
-        wait_for(driver, lambda d: "(live)" in text(d, "players") and moves(d) >= 60)
+        row = driver.find_elements(By.CSS_SELECTOR, "#live-games tbody tr")[-1]
+        row.click()
+        # The games table is refreshed once a second: wait for it to be near the board.
+        wait_for(driver, lambda d: "(live)" in text(d, "players") and moves(d) >= 60
+                 and moves(d) - int(row.find_elements(By.TAG_NAME, "td")[3].text) <= 3)
         photograph(driver, "watch-live")
         driver.find_elements(By.CSS_SELECTOR, "#finished-games tbody tr")[-1].click()
         wait_for(driver, lambda d: "(finished)" in text(d, "players"))
