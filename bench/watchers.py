@@ -285,7 +285,7 @@ async def windowed_run(tree: Path, matchup: Path, games: int, window: float,
         await page.wait()
         watching = False
         while not done.is_set():
-            start, cpu0 = time.monotonic(), cpu()
+            start, cpu0, mine0 = time.monotonic(), cpu(), time.process_time()
             with trio.move_on_after(window):
                 async with trio.open_nursery() as pages:
                     if watching:
@@ -297,11 +297,12 @@ async def windowed_run(tree: Path, matchup: Path, games: int, window: float,
                             pages.start_soon(silent_page, url[0], done)
                     await done.wait()
                     pages.cancel_scope.cancel()
-            end, cpu1 = time.monotonic(), cpu()
+            end, cpu1, mine1 = time.monotonic(), cpu(), time.process_time()
             finished = sum(start <= t < end for t in stamps)
             rows.append({"watched": watching, "seconds": end - start, "games": finished,
                          "per_min": finished / (end - start) * 60,
-                         "cpu": None if cpu0 is None or cpu1 is None else cpu1 - cpu0})
+                         "cpu": None if cpu0 is None or cpu1 is None else cpu1 - cpu0,
+                         "clients": (mine1 - mine0) / (end - start)})
             watching = not watching
         await process.wait()
     return rows
@@ -322,8 +323,9 @@ def bench_same_run(tree: Path, games: int, window: float) -> None:
     rows = [r for r in rows[2:] if r["seconds"] >= 0.9 * window and r["cpu"] is not None]
     for r in rows:
         print(f"    {'20 watchers' if r['watched'] else 'no watcher '}  {r['per_min']:6.1f} "
-              f"games/min  collect CPU {r['cpu'] / max(r['games'], 1):.3f} s/game  "
-              f"({r['games']} games in {r['seconds']:.0f} s)", flush=True)
+              f"games/min  collect CPU {r['cpu'] / max(r['games'], 1):.3f} s/game, the "
+              f"pages' own {r['clients'] * 100:.0f} % of a core  ({r['games']} games in "
+              f"{r['seconds']:.0f} s)", flush=True)
     pairs = [(a, b) for a, b in zip(rows, rows[1:], strict=False)
              if not a["watched"] and b["watched"]]
     ratios = [b["per_min"] / a["per_min"] for a, b in pairs if a["per_min"]]
@@ -340,7 +342,9 @@ def bench_same_run(tree: Path, games: int, window: float) -> None:
                 / max(sum(r["games"] for r in rows if r["watched"] is w), 1)
                 for w in (False, True)}
     print(f"    collect CPU per game: {per_game[False]:.3f} s without, {per_game[True]:.3f} s "
-          f"with (+{(per_game[True] - per_game[False]) * 1000:.0f} ms per game for the pages)")
+          f"with (+{(per_game[True] - per_game[False]) * 1000:.0f} ms per game for the pages); "
+          f"the 20 pages themselves (this process) "
+          f"{statistics.mean(r['clients'] for r in rows if r['watched']) * 100:.0f} % of a core")
 
 
 def bench_watchers(tree: Path, rounds: int, games: int) -> None:

@@ -3,8 +3,8 @@ shared by every page, so that a hundred pages cost the run about what one does.
 
 The collector announces nothing, so while a page is open one task looks at the run
 every ``POLL_S`` and rebuilds only what changed: the board of each game in flight that
-a page follows, the finished games, and (every ``RUN_EVERY_S``, or when a game ends)
-the run part: headline, games in flight, the end of the run. Each page has its own
+a page follows, and every ``RUN_EVERY_S`` the finished games and the run part
+(headline, games in flight, the end of the run). Each page has its own
 sender (:class:`WatchPage`), woken by a change, which sends the parts it has not sent
 yet: the latest state, never a backlog.
 Finished games and the estimates a replay asks for come from :class:`ReplayCache`,
@@ -27,8 +27,8 @@ from orchestrator.web import views
 from orchestrator.web.replays import ReplayCache
 from orchestrator.web.watch import WatchHub
 
-POLL_S = 0.25
-RUN_EVERY_S = 1.0  # the games table and headline: a table needs no refresh per move
+POLL_S = 0.5  # a followed game's board: a VLM's move takes longer than that
+RUN_EVERY_S = 1.0  # the games tables and headline: a table needs no refresh per move
 
 
 def _json(data: object) -> str:
@@ -79,10 +79,11 @@ class WatchFeed:
         hub = self.hub
         state = hub.collector.state
         now = time.monotonic()
-        changed = self.finished.update(len(state.records), lambda: {
-            "type": "finished", "finished": hub.finished_rows()})
-        if changed or self.over or now - self._run_built >= RUN_EVERY_S:
+        changed = False
+        if self.over or now - self._run_built >= RUN_EVERY_S:
             self._run_built = now
+            changed = self.finished.update(len(state.records), lambda: {
+                "type": "finished", "finished": hub.finished_rows()})
             changed |= self.run_part.update(object(), lambda: {
                 "type": "run", "headline": hub.headline(), "live": hub.live_rows(now),
                 "over": self._over()})

@@ -320,7 +320,7 @@ class PlaySession:
         settings = self.game_settings
         series = ""
         if settings.auto_restart and settings.stop_after:
-            series = f"game {min(self.series + 1, settings.stop_after)} of {settings.stop_after}"
+            series = f"{min(self.series + 1, settings.stop_after)} of {settings.stop_after}"
         return {
             "type": "play",
             "board": views.board_info(SIZE),

@@ -92,7 +92,7 @@ class WatchHub:
         """The latest finished games, newest first."""
         return [{
             "number": r["game"], "black": r["black"], "white": r["white"],
-            "result": r["result"], "reason": r["reason"], "moves": r["moves"],
+            "result": r["result"], "moves": r["moves"],
             "fallbacks": sum(sum(c.values()) for c in r["fallbacks"].values()),
             "sgf": f"sgf/{r['sgf']}",
         } for r in reversed(self.collector.state.records[-FINISHED_SHOWN:])]

@@ -238,7 +238,7 @@ export class Board {
       // A small amber triangle at the stone's upper right: another shape, another colour
       // and another place than the last-move ring (and no red: the VLM's picture marks
       // its last move with a red dot).
-      const [x, y] = this.at(p), cx = x + 0.26, cy = y - 0.25, s = 0.2;
+      const [x, y] = this.at(p), cx = x + 0.3, cy = y - 0.29, s = 0.19;
       g.appendChild(el("polygon", {points: `${cx} ${cy - s} ${cx + s} ${cy + s * 0.8} ${cx - s} ${cy + s * 0.8}`,
                                    class: "fallback-mark", "data-point": p}));
     }

@@ -87,8 +87,8 @@ function show(msg) {
   board.draw({stones: g.stones, move: g.move, last: g.last, fallbacks: g.fallbacks,
               moves: g.moves, numbers: $("numbers").checked, count: g.count,
               toPlay: g.your_move ? g.to_play : null});
-  $("game-line").textContent = `game ${g.number} · ${msg.modes[g.mode]}` +
-    (g.series ? ` · ${g.series}` : "") + ` · move ${g.move}` +
+  $("game-line").textContent = `game ${g.number}` + (g.series ? ` (${g.series})` : "") +
+    ` · ${msg.modes[g.mode]} · move ${g.move}` +
     (g.last_pass ? " · last move: pass" : "");
   for (const side of ["black", "white"]) {
     $(`${side}-name`).textContent = g[side] || "—";
