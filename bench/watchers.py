@@ -119,11 +119,12 @@ class Games:
     def read(self, text: str) -> None:
         if '"live"' not in text and '"finished"' not in text:
             return
-        message = json.loads(text)
-        if isinstance(message.get("live"), list):
-            self.live = [g["number"] for g in message["live"]]
-        if isinstance(message.get("finished"), list):
-            self.finished = [g["number"] for g in message["finished"]]
+        data = json.loads(text)
+        for message in data if isinstance(data, list) else [data]:  # one or a batch
+            if isinstance(message.get("live"), list):
+                self.live = [g["number"] for g in message["live"]]
+            if isinstance(message.get("finished"), list):
+                self.finished = [g["number"] for g in message["finished"]]
 
 
 CONNECTIONS = {"follow": 0, "click": 0}

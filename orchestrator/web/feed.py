@@ -169,7 +169,9 @@ class WatchPage:
         self.wake()
 
     async def send_all(self, send: Callable[[str], Awaitable[bool]]) -> None:
-        """Send what changed until the page goes (``send`` returns False) or the run ends."""
+        """Send what changed until the page goes (``send`` returns False) or the run ends:
+        what is due at one wake goes as one message (a JSON array of the shared texts,
+        joined, not encoded again), since each message costs the loop more than its bytes."""
         feed = self.feed
         if not await send(feed.hello):
             return
@@ -177,25 +179,25 @@ class WatchPage:
         sent_game: tuple | None = None
         while True:
             self._wake = trio.Event()  # armed before reading, so no change is missed
+            due = []
             run, finished = feed.run_part, feed.finished
             if run.version != sent_run:
-                if not await send(run.text):
-                    return
+                due.append(run.text)
                 sent_run = run.version
             if finished.version != sent_finished:
-                if not await send(finished.text):
-                    return
+                due.append(finished.text)
                 sent_finished = finished.version
             game = await self._game_text(sent_game)
             if game is not None:
-                if not await send(game[1]):
-                    return
+                due.append(game[1])
                 sent_game = game[0]
             if self.asked is not None:
                 text = await self._estimate_text(*self.asked)
                 self.asked = None
-                if text is not None and not await send(text):
-                    return
+                if text is not None:
+                    due.append(text)
+            if due and not await send(due[0] if len(due) == 1 else f"[{','.join(due)}]"):
+                return
             if feed.over and sent_run == feed.run_part.version:
                 return
             await self._wake.wait()

@@ -16,7 +16,10 @@ let timer = null;
 let picked = false;   // the page chose its first game (the newest live one)
 
 const link = connect({
-  onMessage: (msg) => (handlers[msg.type] || (() => {}))(msg),
+  // What is due at once comes as one array of messages.
+  onMessage: (msg) => {
+    for (const m of Array.isArray(msg) ? msg : [msg]) (handlers[m.type] || (() => {}))(m);
+  },
   onState: (state) => {
     showLink(state, "connection to collect lost — retrying…");
     if (state === "finished") $("link-state").textContent = "collect has exited";
