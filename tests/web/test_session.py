@@ -223,7 +223,7 @@ def decode_png_size(png: bytes) -> tuple[int, int]:
 
 
 def test_a_picture_size_the_renderer_cannot_draw_is_refused(tmp_path):
-    from orchestrator.web.session import PlaySettings, settings_error
+    from orchestrator.web.settings import PlaySettings, settings_error
 
     with pytest.raises(ValidationError) as caught:
         PlaySettings.model_validate(settings(image_px=40))
