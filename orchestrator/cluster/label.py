@@ -189,8 +189,8 @@ class RayLabelRun:
                 queued -= len(rows)
                 game = todo[order]
                 if order not in open_games:
-                    open_games[order] = _Open(game, empty_labels(game, self.options.ownership),
-                                              game.positions)
+                    open_games[order] = _Open(game, empty_labels(
+                        game, self.options.ownership, self.options.review), game.positions)
                 sent[slot.actor.label.remote(order, game, rows)] = _Sent(
                     slot.index, slot.generation, order, rows)
                 slot.in_flight += 1
