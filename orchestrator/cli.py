@@ -23,6 +23,7 @@ from orchestrator.commands import (
     play,
     replay,
     report,
+    review,
     serve,
 )
 
@@ -32,6 +33,7 @@ from orchestrator.commands import (
 COMMANDS = (
     collect,
     report,
+    review,
     replay,
     dataset,
     label,
