@@ -19,6 +19,8 @@ Formats:
   without parquet compression (deflate already did it), the other columns with zstd.
 - ``jsonl``: ``data/train-NNNNN.jsonl``, one object per line, and the PNG files under
   ``images/NNNNN/`` (:data:`IMAGES_PER_FOLDER` per folder, by sample index).
+- ``dpo``: preference pairs of the chunk's costly moves (:mod:`.dpo`), parquet or jsonl
+  by trainer style.
 
 Files are written in place inside the export's partial folder; the whole folder is
 synced and renamed into place by :mod:`.export` once every chunk is done.
@@ -115,21 +117,33 @@ def export_chunk(task: dict, progress: Callable[[int], None] | None = None) -> d
     """Write output shard ``task["shard"]``: rows ``task["rows"]`` of dataset shard
     ``task["entry"]``; return its manifest entry (file, samples, bytes, sha256, counts).
     ``progress`` (in-process callers) hears the samples written so far, every row group."""
+    from orchestrator.export import dpo  # it reads _Samples: imported here, not above
+
     samples = _Samples(task)
     out = Path(task["out"])
     (out / DATA).mkdir(parents=True, exist_ok=True)
-    path = out / data_file(task["shard"], task["format"])
+    fmt = task["format"]
+    path = out / data_file(task["shard"], dpo.extension(task["dpo_style"]) if fmt == "dpo"
+                           else fmt)
     tick = progress or (lambda done: None)
-    if task["format"] == "parquet":
+    rows = np.arange(samples.n)
+    if fmt == "dpo":
+        rows = dpo.pairs(samples.arrays, task["min_loss"])
+        if task["dpo_style"] == "trl":
+            stats = dpo.write_parquet(path, samples, rows, ROW_GROUP, tick)
+        else:
+            stats = dpo.write_jsonl(path, out, samples, rows, task["first"],
+                                    task["dpo_style"], image_file, tick)
+    elif fmt == "parquet":
         stats = _write_parquet(path, samples, task["fields"], tick)
     else:
         stats = _write_jsonl(path, out, samples, task["first"], tick)
     px_from: Counter = Counter()
-    for i in range(samples.n):
-        ctx = samples.context(i)
+    for i in rows:
+        ctx = samples.context(int(i))
         px_from[ctx.px_from[int(samples.arrays["to_play"][i]) - 1]] += 1
     return {
-        "file": path.relative_to(out).as_posix(), "samples": samples.n,
+        "file": path.relative_to(out).as_posix(), "samples": len(rows),
         "bytes": path.stat().st_size, "sha256": sha256_file(path),
         "source_shard": task["entry"]["file"], "source_rows": list(task["rows"]),
         **stats, "image_px_from": dict(px_from),
