@@ -28,15 +28,16 @@ from orchestrator.commands import (
 )
 
 # `go19 --help` lists them in this order: the workflow first (collect games, report on
-# them, check SGF files, build a dataset, label it), then the tools around it. A new
-# command goes where it fits the workflow; a web UI to play in goes after `ping`.
+# them, check SGF files, build a dataset, label it, review move quality), then the tools
+# around it. A new command goes where it fits the workflow; a web UI to play in goes
+# after `ping`.
 COMMANDS = (
     collect,
     report,
-    review,
     replay,
     dataset,
     label,
+    review,
     serve,
     ping,
     play,

@@ -124,9 +124,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "one (go19 review labels a run for it). docs/formats.md describes the formats.",
         epilog=examples(
             "go19 dataset export datasets/demo --format parquet --out exports/demo",
-            "go19 dataset export datasets/demo --format jsonl --answer sgf --out exports/jsonl",
             "go19 dataset export datasets/demo-kg --format dpo --dpo-style llamafactory "
-            "--min-loss 3 --out exports/dpo",
+            "--out exports/dpo",
         ),
     )
     e.add_argument("dataset", type=Path, metavar="DATASET_DIR",

@@ -31,14 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "about a position a second: use --max-games and --max-moves there.",
         epilog=examples(
             "go19 review recordings/demo-20261201-150000 --max-games 4 --max-moves 60",
-            "go19 review recordings/demo-20261201-150000 --resume",
             "go19 review recordings/demo-20261201-150000 --labels labels/demo",
         ),
     )
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
                         help="run folder written by go19 collect (recordings/<run>)")
     parser.add_argument("--labels", type=Path, action="append", metavar="DIR",
-                        help="use this label folder as it is and label nothing (repeatable)")
+                        help="use this label folder as it is and label nothing (repeatable; "
+                        "default: label each run into RUN_DIR/labels)")
     parser.add_argument("--out", type=Path, metavar="REPORT_DIR",
                         help="report folder (default reports/<run> for one run, "
                         "reports/combined-<UTC time> for several, as collect writes it)")
