@@ -14,6 +14,7 @@ from orchestrator.label.store import MANIFEST
 from orchestrator.recordings import is_run_dir
 from orchestrator.report.build import ReportError, default_out, write_report
 from orchestrator.report.quality import LABELS_DIR
+from orchestrator.report.quality_tables import verdict_lines
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,12 +73,14 @@ def run(args: argparse.Namespace) -> int:
                 return status
     out = args.out or default_out(args.run_dirs)
     try:
-        write_report(args.run_dirs, out, console=True, anchor=dict(args.anchor) or None,
-                     labels=args.labels)
+        report = write_report(args.run_dirs, out, console=True,
+                              anchor=dict(args.anchor) or None, labels=args.labels)
     except ReportError as exc:
         print(f"review: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"review: cannot write {out}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    for name, line in verdict_lines(report):
+        print(f"{name}: {line}")
     return 0
