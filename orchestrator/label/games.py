@@ -128,18 +128,18 @@ def _label_game(read: GameRead, max_moves: int | None, review: bool) -> LabelGam
     positions = read.positions
     assert positions is not None
     n = len(positions)
-    rows = n if max_moves is None else min(n, max_moves)
-    to_play, key = positions.to_play[:rows + 1].copy(), positions.key[:rows + 1].copy()
-    if review and rows == n and n:
+    moves = n if max_moves is None else min(n, max_moves)
+    end = moves + 1 if review and n else moves  # review: the position after move `moves` too
+    to_play, key = positions.to_play[:end].copy(), positions.key[:end].copy()
+    if end > n:  # after the game's last move: a position the rows do not hold
         color, last = after_last(positions)
         to_play = np.append(to_play, np.uint8(color))
         key = np.append(key, np.uint64(last))
-    rows = len(key) if review else rows
     return LabelGame(
         path=read.path, game_index=read.game_index, sha1=read.sha1, status="ok",
         komi=read.komi, moves=read.moves,
-        segments=segments(read, rows) if rows else (),
-        to_play=to_play[:rows], key=key[:rows],
+        segments=segments(read, end) if end else (),
+        to_play=to_play, key=key,
     )
 
 
