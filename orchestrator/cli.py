@@ -71,11 +71,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(error: BaseException) -> bool:
+    """A Ctrl-C, also as trio raises it out of a nursery: a group of KeyboardInterrupts."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_interrupted(e) for e in error.exceptions)
+    return isinstance(error, KeyboardInterrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
+    except BaseException as error:
+        if not _interrupted(error):
+            raise
         print("interrupted", file=sys.stderr)
         return 130
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +22,7 @@ from orchestrator.label.store import MANIFEST, LabelSet
 from orchestrator.render import point_center
 from orchestrator.report.quality_pictures import KATAGO, PLAYED, PX
 from orchestrator.rules.replay import replay
+from tests.conftest import REPO
 from tests.label.conftest import requires_katago
 from tests.review.conftest import GAMES, MOVE_CAP, go19
 
@@ -149,3 +154,27 @@ def test_review_again_refuses_resumes_or_reuses(reviewed, tmp_path) -> None:
     assert f"already labelled {GAMES}" in resumed.stdout
     nothing = go19("review", tmp_path, "--out", tmp_path / "r4")
     assert nothing.returncode == 2 and "not a go19 run folder" in nothing.stderr
+
+
+def test_ctrl_c_while_labelling_is_one_line_and_keeps_the_folder(demo_run, tmp_path) -> None:
+    run = tmp_path / demo_run.run.name
+    shutil.copytree(demo_run.run, run, ignore=shutil.ignore_patterns("labels"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "review", str(run), "--out",
+         str(tmp_path / "report")], cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    log = run / "labels" / "katago.log"
+
+    def answering() -> bool:  # KataGo is up and asked: the run is inside its nursery
+        return log.exists() and "ready to begin handling requests" in log.read_text()
+
+    give_up = time.monotonic() + 600  # only stops a hang
+    while not answering() and process.poll() is None and time.monotonic() < give_up:
+        time.sleep(0.05)  # waiting for a state (KataGo's log line), polled
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "interrupted"
+    assert LabelSet(run / "labels").manifest["runs"][-1]["finished"] is False
+    assert not (tmp_path / "report").exists()
