@@ -18,7 +18,7 @@ from orchestrator.export.dpo import STYLES
 from orchestrator.files import read_sgf_file
 from orchestrator.label.store import LabelSet
 from tests.label.conftest import requires_katago
-from tests.review.conftest import go19
+from tests.review.conftest import go19_here
 
 datasets = pytest.importorskip("datasets", reason="datasets is in the test extra")
 pytestmark = requires_katago
@@ -29,7 +29,7 @@ MIN_LOSS = 0.25  # low: the short demo games have few costly moves, and every ro
 def labelled_dataset(reviewed) -> Path:
     out = reviewed.root / "dataset"
     if not out.exists():
-        built = go19("dataset", "build", reviewed.run, "--labels", reviewed.labels,
+        built = go19_here("dataset", "build", reviewed.run, "--labels", reviewed.labels,
                      "--out", out)
         assert built.returncode == 0, built.stderr
     return out
@@ -66,7 +66,7 @@ def _spell(index: int) -> str:
 def test_pairs_are_katagos_move_over_the_played_one(reviewed, labelled_dataset, tmp_path,
                                                     style) -> None:
     out = tmp_path / style
-    result = go19("dataset", "export", labelled_dataset, "--format", "dpo", "--dpo-style",
+    result = go19_here("dataset", "export", labelled_dataset, "--format", "dpo", "--dpo-style",
                   style, "--min-loss", MIN_LOSS, "--out", out)
     assert result.returncode == 0, result.stderr
     rows = _load(out, style)
@@ -100,7 +100,7 @@ def test_prompt_and_picture_are_the_sft_exports(labelled_dataset, tmp_path) -> N
     for out, extra in ((sft, ["--format", "jsonl"]),
                        (dpo, ["--format", "dpo", "--dpo-style", "swift", "--min-loss",
                               MIN_LOSS])):
-        result = go19("dataset", "export", labelled_dataset, *extra, "--out", out)
+        result = go19_here("dataset", "export", labelled_dataset, *extra, "--out", out)
         assert result.returncode == 0, result.stderr
     key = ("sgf", "move_number")
     lines = [json.loads(line) for line in (sft / "data" / "train-00000.jsonl").open()]
@@ -115,7 +115,7 @@ def test_prompt_and_picture_are_the_sft_exports(labelled_dataset, tmp_path) -> N
 
 def test_a_dataset_without_labels_is_refused_in_one_line(reviewed, tmp_path) -> None:
     plain = tmp_path / "plain"
-    assert go19("dataset", "build", reviewed.run, "--out", plain).returncode == 0
-    refused = go19("dataset", "export", plain, "--format", "dpo", "--out", tmp_path / "x")
+    assert go19_here("dataset", "build", reviewed.run, "--out", plain).returncode == 0
+    refused = go19_here("dataset", "export", plain, "--format", "dpo", "--out", tmp_path / "x")
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1
     assert "--labels" in refused.stderr and not (tmp_path / "x").exists()

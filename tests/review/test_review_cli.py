@@ -24,7 +24,7 @@ from orchestrator.report.quality_pictures import KATAGO, PLAYED, PX
 from orchestrator.rules.replay import replay
 from tests.conftest import REPO
 from tests.label.conftest import requires_katago
-from tests.review.conftest import GAMES, MOVE_CAP, go19
+from tests.review.conftest import GAMES, MOVE_CAP, go19_here
 
 pytestmark = requires_katago
 
@@ -126,12 +126,12 @@ def test_worst_moves_are_drawn_and_linked(reviewed) -> None:
 
 
 def test_report_finds_the_run_labels_and_says_how_to_get_them(reviewed, tmp_path) -> None:
-    again = go19("report", reviewed.run, "--out", tmp_path / "again")
+    again = go19_here("report", reviewed.run, "--out", tmp_path / "again")
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again" / "report.json").read_text())["quality"]["available"]
     bare = tmp_path / reviewed.run.name
     shutil.copytree(reviewed.run, bare, ignore=shutil.ignore_patterns("labels"))
-    plain = go19("report", bare, "--out", tmp_path / "plain")
+    plain = go19_here("report", bare, "--out", tmp_path / "plain")
     assert plain.returncode == 0, plain.stderr
     quality = json.loads((tmp_path / "plain" / "report.json").read_text())["quality"]
     assert quality == {"available": False, "hint": quality["hint"]}
@@ -141,18 +141,19 @@ def test_report_finds_the_run_labels_and_says_how_to_get_them(reviewed, tmp_path
 
 def test_review_again_refuses_resumes_or_reuses(reviewed, tmp_path) -> None:
     before = (reviewed.labels / MANIFEST).read_bytes()
-    refused = go19("review", reviewed.run, "--out", tmp_path / "r1")
+    refused = go19_here("review", reviewed.run, "--out", tmp_path / "r1")
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1 and "--resume" in refused.stderr
     assert "Traceback" not in refused.stderr and not (tmp_path / "r1").exists()
     assert (reviewed.labels / MANIFEST).read_bytes() == before
-    reused = go19("review", reviewed.run, "--labels", reviewed.labels, "--out", tmp_path / "r2")
+    reused = go19_here("review", reviewed.run, "--labels", reviewed.labels, "--out",
+                       tmp_path / "r2")
     assert reused.returncode == 0, reused.stderr
-    resumed = go19("review", reviewed.run, "--resume", "--max-games", GAMES, "--max-moves",
+    resumed = go19_here("review", reviewed.run, "--resume", "--max-games", GAMES, "--max-moves",
                    MOVE_CAP, "--out", tmp_path / "r3")
     assert resumed.returncode == 0, resumed.stderr
     assert f"already labelled {GAMES}" in resumed.stdout
-    nothing = go19("review", tmp_path, "--out", tmp_path / "r4")
+    nothing = go19_here("review", tmp_path, "--out", tmp_path / "r4")
     assert nothing.returncode == 2 and "not a go19 run folder" in nothing.stderr
 
 
