@@ -67,10 +67,28 @@ def test_opening_moves_are_counted_apart() -> None:
     assert t.sums[0, 0, 1] == 1.0
 
 
+# Student's t 97.5 % points from the tables.
+T_TABLE = {4: 2.776, 11: 2.201, 22: 2.074}
+
+
+def _expanded_tail(games: int) -> float:
+    """Hesterberg's expanded percentile: Φ(−√(n/(n−1)) · t(n−1)), in %."""
+    x = math.sqrt(games / (games - 1)) * T_TABLE[games - 1]
+    return 100 * 0.5 * math.erfc(x / math.sqrt(2))
+
+
+def test_t_points_and_the_expanded_tails() -> None:
+    for df, t in T_TABLE.items():
+        assert summary.t_quantile(df) == pytest.approx(t, abs=5e-4)
+    assert summary.tail_percent(5) == pytest.approx(_expanded_tail(5), rel=5e-3)
+    assert summary.tail_percent(5) < 0.1 < summary.tail_percent(23) < 2.5  # widened
+    assert summary.tail_percent(2000) == pytest.approx(2.5, abs=0.01)  # the plain one
+
+
 def _plain_interval(values: list[tuple[float, float]], seed: int,
                     resamples: int) -> tuple[float, float]:
     """The ratio sum(loss) / sum(moves) over games drawn with replacement, one draw at a
-    time, then the 2.5th and 97.5th percentiles: what the module must compute."""
+    time, then the expanded percentiles: what the module must compute."""
     rng = np.random.default_rng(seed)
     ratios = []
     for _ in range(resamples):
@@ -78,7 +96,8 @@ def _plain_interval(values: list[tuple[float, float]], seed: int,
         loss = sum(values[p][0] for p in picks)
         moves = sum(values[p][1] for p in picks)
         ratios.append(loss / moves)
-    low, high = np.percentile(ratios, [2.5, 97.5])
+    tail = _expanded_tail(len(values))
+    low, high = np.percentile(ratios, [tail, 100 - tail])
     return float(low), float(high)
 
 
@@ -92,8 +111,9 @@ def test_bootstrap_equals_a_plain_resampling() -> None:
     per_game = [(float(t.sums[g, 0, 1]), float(t.sums[g, 0, 0])) for g in range(t.games)]
     got = summary.estimates(t, seed=11, resamples=500)["all"]["mean_loss"]
     low, high = _plain_interval(per_game, seed=11, resamples=500)
-    assert got.low == pytest.approx(low, rel=1e-12)
-    assert got.high == pytest.approx(high, rel=1e-12)
+    # The same draws; the percentile levels agree to the table's t (3 digits).
+    assert got.low == pytest.approx(low, rel=1e-3)
+    assert got.high == pytest.approx(high, rel=1e-3)
     assert got.value == pytest.approx(sum(v[0] for v in per_game) / sum(v[1] for v in per_game))
     # Seeded: the same interval every time.
     assert summary.estimates(t, seed=11, resamples=500)["all"]["mean_loss"] == got
@@ -115,7 +135,9 @@ def test_paired_difference_resamples_both_players_together() -> None:
         picks = rng2.integers(0, 12, 12)
         diffs.append(b.sums[picks, 0, 1].sum() / b.sums[picks, 0, 0].sum()
                      - a.sums[picks, 0, 1].sum() / a.sums[picks, 0, 0].sum())
-    assert (d.low, d.high) == pytest.approx(tuple(np.percentile(diffs, [2.5, 97.5])))
+    tail = _expanded_tail(12)
+    assert (d.low, d.high) == pytest.approx(tuple(np.percentile(diffs, [tail, 100 - tail])),
+                                            rel=1e-3)
     assert d.excludes_zero and d.low > 0  # b loses more: a plays better
 
 
