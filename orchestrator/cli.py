@@ -24,18 +24,21 @@ from orchestrator.commands import (
     play,
     replay,
     report,
+    review,
     serve,
 )
 
 # `go19 --help` lists them in this order: the workflow first (collect games, report on
-# them, check SGF files, build a dataset, label it), then the tools around it. A new
-# command goes where it fits the workflow; a web UI to play in goes after `ping`.
+# them, check SGF files, build a dataset, label it, review move quality), then the tools
+# around it. A new command goes where it fits the workflow; a web UI to play in goes
+# after `ping`.
 COMMANDS = (
     collect,
     report,
     replay,
     dataset,
     label,
+    review,
     serve,
     ping,
     play,
@@ -69,18 +72,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(error: BaseException) -> bool:
+    """A Ctrl-C, also as trio raises it out of a nursery: a group of KeyboardInterrupts."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_interrupted(e) for e in error.exceptions)
+    return isinstance(error, KeyboardInterrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as `go19 replay` does, and let
         # nothing try to flush into the closed pipe at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except BaseException as error:  # after BrokenPipeError, which it would catch too
+        if not _interrupted(error):
+            raise
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def collect_main(argv: list[str] | None = None) -> int:

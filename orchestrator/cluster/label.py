@@ -121,7 +121,8 @@ class RayLabelRun:
 
     def _run(self, ray: Any, games: Sequence[LabelGame]) -> None:
         # The single-engine path's own accounting (resume, void).
-        todo, self.result.already = plan(self.writer, games, self.options.ownership)
+        todo, self.result.already = plan(self.writer, games, self.options.ownership,
+                                         self.options.review)
         self.result.games = len(todo)
         self.reporter.start(len(todo), sum(g.positions for g in todo))
         if not todo:
@@ -188,8 +189,8 @@ class RayLabelRun:
                 queued -= len(rows)
                 game = todo[order]
                 if order not in open_games:
-                    open_games[order] = _Open(game, empty_labels(game, self.options.ownership),
-                                              game.positions)
+                    open_games[order] = _Open(game, empty_labels(
+                        game, self.options.ownership, self.options.review), game.positions)
                 sent[slot.actor.label.remote(order, game, rows)] = _Sent(
                     slot.index, slot.generation, order, rows)
                 slot.in_flight += 1

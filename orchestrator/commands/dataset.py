@@ -21,6 +21,7 @@ from orchestrator.coords import MOVE_TEXTS
 from orchestrator.dataset import BuildOptions, Counts, DatasetError, build
 from orchestrator.dataset.build import EmptyDataset
 from orchestrator.dataset.check import check_sample, describe, draw, sheet
+from orchestrator.export.dpo import DEFAULT_MIN_LOSS, STYLES
 from orchestrator.export.pipeline import DEFAULT_SHARD_SIZE, FORMATS, ExportOptions, export
 from orchestrator.export.progress import ExportProgress
 from orchestrator.files import atomic_write, sweep_partials
@@ -129,17 +130,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Turn a built dataset into image + prompt + answer samples: the picture "
         "is go19's render of the board, byte for byte the PNG the GO19 client sends for "
         "that position (last move marked, at the size the player saw), the prompt a "
-        "template, the answer the sample's move. docs/formats.md describes both formats.",
+        "template, the answer the sample's move. --format dpo writes preference pairs "
+        "instead, from a dataset built with --labels: one per move that lost at least "
+        "--min-loss points by KataGo's score lead, chosen KataGo's move, rejected the played "
+        "one (go19 review labels a run for it). docs/formats.md describes the formats.",
         epilog=examples(
             "go19 dataset export datasets/demo --format parquet --out exports/demo",
-            "go19 dataset export datasets/demo --format jsonl --answer sgf --out exports/jsonl",
+            "go19 dataset export datasets/demo-kg --format dpo --dpo-style llamafactory "
+            "--out exports/dpo",
         ),
     )
     e.add_argument("dataset", type=Path, metavar="DATASET_DIR",
                    help="a folder written by `go19 dataset build` (its sha256s are checked)")
     e.add_argument("--out", type=Path, required=True, help="export folder to create")
     e.add_argument("--format", choices=FORMATS, default="parquet",
-                   help="parquet (HF datasets / TRL, default) or jsonl (LLaMA-Factory / ms-swift)")
+                   help="parquet (HF datasets / TRL, default), jsonl (LLaMA-Factory / "
+                   "ms-swift), or dpo (preference pairs, see --dpo-style)")
+    e.add_argument("--min-loss", type=float, default=DEFAULT_MIN_LOSS, metavar="POINTS",
+                   help=f"dpo: pairs from moves that lost at least this many points "
+                   f"(default {DEFAULT_MIN_LOSS:g})")
+    e.add_argument("--dpo-style", choices=STYLES, default="trl",
+                   help="dpo: the trainer's layout: trl (parquet with images, default), "
+                   "llamafactory (ShareGPT jsonl, ranking dataset_info.json) or swift "
+                   "(messages + rejected_response jsonl)")
     e.add_argument("--image-px", type=positive_int, metavar="N",
                    help="picture size for every sample (default: the image_px each recording's "
                    "player used, else the matchup default, 512)")
@@ -298,6 +311,7 @@ def run_export(args: argparse.Namespace) -> int:
             format=args.format, image_px=args.image_px, answer=args.answer,
             template=read_template(args.prompt),
             prompt_file=str(args.prompt) if args.prompt else None, shard_size=args.shard_size,
+            min_loss=args.min_loss, dpo_style=args.dpo_style,
         )
         _sweep("dataset export", args.out)
         with dataset_ray.runner(args) as runner, ExportProgress() as progress:

@@ -44,6 +44,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                         help="SGF file or folder (searched recursively)")
     parser.add_argument("--out", type=Path, required=True, help="label folder to write")
+    add_engine_options(parser)
+    parser.add_argument("--review", action="store_true",
+                        help="label as `go19 review` does: also the position after the last "
+                        "labelled move (the last move's point loss needs it) and the score "
+                        "lead of KataGo's move when searched (--visits > 1)")
+    label_ray.add_options(parser)
+    parser.set_defaults(func=run)
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """KataGo's files, visits, the folder's options and the game selection: shared with
+    ``go19 review``, which labels through this command."""
     parser.add_argument("--katago", type=Path, metavar="BIN",
                         help="KataGo binary (default: the one `make katago` prepared)")
     parser.add_argument("--model", type=Path, metavar="FILE",
@@ -66,8 +78,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-moves", type=positive_int, metavar="N",
                         help="label only the positions before moves 1..N of each game "
                         "(default: every move)")
-    label_ray.add_options(parser)
-    parser.set_defaults(func=run)
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(visits=args.visits, ownership=args.ownership,
+                      max_in_flight=args.max_in_flight, max_restarts=args.max_restarts,
+                      review=args.review)
 
 
 def prepared_katago() -> KataGoPaths | None:
@@ -129,8 +145,7 @@ def _nothing(games: list[LabelGame], void_files: int, out: Path) -> str | None:
 def run(args: argparse.Namespace) -> int:
     if args.ray is not None:
         return label_ray.run(args)
-    options = RunOptions(visits=args.visits, ownership=args.ownership,
-                         max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
+    options = run_options(args)
     opened = open_folder(args, options, engine_files, refuse_empty=True)
     if isinstance(opened, int):
         return opened
@@ -156,7 +171,7 @@ def open_folder(args: argparse.Namespace, options: RunOptions,
     try:
         first = before(args)
         games, void_files = select_games(args.inputs, max_games=args.max_games,
-                                         max_moves=args.max_moves)
+                                         max_moves=args.max_moves, review=options.review)
         if refuse_empty and (nothing := _nothing(games, void_files, args.out)) is not None:
             print(f"label: {nothing}", file=sys.stderr)
             return 2

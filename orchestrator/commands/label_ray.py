@@ -52,12 +52,10 @@ def run(args: argparse.Namespace) -> int:
         import_ray,
         ray_session,
     )
-    from orchestrator.commands.label import finish, open_folder
+    from orchestrator.commands.label import finish, open_folder, run_options
     from orchestrator.label.progress import PlainReporter, RichReporter
-    from orchestrator.label.run import RunOptions
 
-    options = RunOptions(visits=args.visits, ownership=args.ownership,
-                         max_in_flight=args.max_in_flight, max_restarts=args.max_restarts)
+    options = run_options(args)
     given = {name: None if getattr(args, name) is None else str(Path(getattr(args, name))
                                                                   .resolve())
              for name in ("katago", "model", "config")}

@@ -41,13 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--anchor", type=parse_anchor, action="append", default=[],
                         metavar="PLAYER=ELO", help="fix a player's rating (repeatable; "
                         "default: the first player by name at 0)")
+    parser.add_argument("--labels", type=Path, action="append", metavar="DIR",
+                        help="KataGo label folder for the move-quality section (repeatable; "
+                        "default: each run's RUN_DIR/labels, as `go19 review` writes it)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     out = args.out or default_out(args.run_dirs)
     try:
-        write_report(args.run_dirs, out, console=True, anchor=dict(args.anchor) or None)
+        write_report(args.run_dirs, out, console=True, anchor=dict(args.anchor) or None,
+                     labels=args.labels)
     except ReportError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return 2

@@ -21,6 +21,8 @@ Formats:
   without parquet compression (deflate already did it), the other columns with zstd.
 - ``jsonl``: ``data/train-NNNNN.jsonl``, one object per line, and the PNG files under
   ``images/NNNNN/`` (:data:`IMAGES_PER_FOLDER` per folder, by sample index).
+- ``dpo``: preference pairs of the chunk's costly moves (:mod:`.dpo`), parquet or jsonl
+  by trainer style.
 
 Files are written in place inside the export's partial folder; the whole folder is
 synced and renamed into place by :mod:`.export` once every chunk is done.
@@ -42,6 +44,7 @@ import numpy as np
 
 from orchestrator.coords import from_index, move_to_text
 from orchestrator.dataset.shards import FIELDS, GameTableRow, read_shard
+from orchestrator.export import dpo
 from orchestrator.export.games import NO_LAST, GameContext, game_context
 from orchestrator.files import sha256_file
 from orchestrator.positions.samples import SIZE
@@ -76,10 +79,12 @@ class ExportTask:
     shard: int  # the output shard's number
     first: int  # the export's index of its first sample
     out: str  # the export folder being written
-    format: str  # parquet | jsonl
+    format: str  # parquet | jsonl | dpo
     image_px: int | None  # --image-px
     answer: str
     template: str
+    min_loss: float  # dpo: pairs from moves that lost at least this many points
+    dpo_style: str  # dpo: trl | llamafactory | swift
 
     @property
     def samples(self) -> int:
@@ -183,24 +188,34 @@ class _Samples:
 def export_chunk(task: ExportTask, progress: Callable[[int], None] | None = None
                  ) -> ChunkResult:
     """Write output shard ``task.shard``: rows ``task.rows`` of dataset shard
-    ``task.entry``; return its manifest entry (file, samples, bytes, sha256, counts).
-    ``progress`` (in-process callers) hears the samples written so far, every row group."""
+    ``task.entry`` (for ``dpo``, the pairs among them); return its manifest entry (file,
+    samples, bytes, sha256, counts). ``progress`` (in-process callers) hears the samples
+    written so far, every row group."""
     samples = _Samples(task)
     out = Path(task.out)
     (out / DATA).mkdir(parents=True, exist_ok=True)
-    path = out / data_file(task.shard, task.format)
+    fmt = dpo.extension(task.dpo_style) if task.format == "dpo" else task.format
+    path = out / data_file(task.shard, fmt)
     tick = progress or (lambda done: None)
+    rows = np.arange(samples.n)
     images_sha256 = None
-    if task.format == "parquet":
+    if task.format == "dpo":
+        rows = dpo.pairs(samples.arrays, task.min_loss)
+        if task.dpo_style == "trl":
+            sizes = dpo.write_parquet(path, samples, rows, ROW_GROUP, tick)
+        else:
+            sizes, images_sha256 = dpo.write_jsonl(path, out, samples, rows, task.first,
+                                                   task.dpo_style, image_file, tick)
+    elif task.format == "parquet":
         sizes = _write_parquet(path, samples, task.fields, tick)
     else:
         sizes, images_sha256 = _write_jsonl(path, out, samples, task.first, tick)
     px_from: Counter = Counter()
-    for i in range(samples.n):
-        ctx = samples.context(i)
+    for i in rows:
+        ctx = samples.context(int(i))
         px_from[ctx.px_from[int(samples.arrays["to_play"][i]) - 1]] += 1
     return ChunkResult(
-        file=path.relative_to(out).as_posix(), samples=samples.n,
+        file=path.relative_to(out).as_posix(), samples=len(rows),
         bytes=path.stat().st_size, sha256=sha256_file(path),
         source_shard=task.entry["file"], source_rows=task.rows,
         image_px=sizes, image_px_from=dict(px_from), images_sha256=images_sha256,

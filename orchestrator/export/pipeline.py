@@ -4,7 +4,8 @@ Each sample becomes the picture the model sees when it plays (go19's renderer, t
 the GO19 client sends for that position), a prompt (a template, :mod:`.prompt`) and the
 answer (``move`` spelled by :func:`orchestrator.coords.move_to_text`). Two formats:
 ``parquet`` for Hugging Face ``datasets`` / TRL, ``jsonl`` for LLaMA-Factory (ShareGPT)
-and ms-swift. docs/formats.md ("Exports") is the contract.
+and ms-swift; and ``dpo``, preference pairs of a labelled dataset's costly moves for the
+three trainers (:mod:`.dpo`). docs/formats.md ("Exports") is the contract.
 
 Steps: read the dataset's manifest and game table and check every shard's sha256 (before
 anything is written); cut each dataset shard into chunks of at most ``shard_size`` rows,
@@ -38,6 +39,7 @@ from orchestrator.dataset.shards import (
     load_games,
     read_manifest,
 )
+from orchestrator.export import dpo
 from orchestrator.export.chunk import (
     DATA,
     IMAGES_PER_FOLDER,
@@ -52,7 +54,7 @@ from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
 from orchestrator.workers import pool as worker_pool
 
 FORMAT = "go19-export/1"
-FORMATS = ("parquet", "jsonl")
+FORMATS = ("parquet", "jsonl", "dpo")
 DEFAULT_SHARD_SIZE = IMAGES_PER_FOLDER
 DATASET_INFO = "dataset_info.json"
 # Called with the samples written so far (and the total) while the export runs.
@@ -69,11 +71,16 @@ class ExportOptions:
     template: str = ""  # the prompt template's text; empty: the shipped default
     prompt_file: str | None = None  # where the template came from, for the manifest
     shard_size: int = DEFAULT_SHARD_SIZE
+    min_loss: float = dpo.DEFAULT_MIN_LOSS  # dpo: the played move lost at least this
+    dpo_style: str = "trl"  # dpo: the trainer's layout, one of dpo.STYLES
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise DatasetError(f"export format must be one of {', '.join(FORMATS)}, "
                                f"not {self.format!r}")
+        if self.dpo_style not in dpo.STYLES:
+            raise DatasetError(f"dpo style must be one of {', '.join(dpo.STYLES)}, "
+                               f"not {self.dpo_style!r}")
         if self.answer not in MOVE_TEXTS:
             raise DatasetError(f"answer spelling must be one of {', '.join(MOVE_TEXTS)}, "
                                f"not {self.answer!r}")
@@ -90,9 +97,10 @@ class ExportOptions:
             check_template(self.template, self.prompt_file or "prompt template")
         except PromptError as exc:
             raise DatasetError(str(exc)) from None
-        if self.format == "parquet" and pq is None:
+        if pq is None and (self.format == "parquet" or self.format == "dpo"
+                           and self.dpo_style == "trl"):
             raise DatasetError("parquet export needs pyarrow: pip install 'go19[export]' "
-                               "(or use --format jsonl)")
+                               "(or use --format jsonl, or --dpo-style llamafactory/swift)")
 
 
 def _check_out(out: Path, force: bool) -> None:
@@ -123,6 +131,12 @@ def _chunks(folder: Path, manifest: dict, shard_size: int
 def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[ExportTask]]:
     """The dataset's manifest and the export's tasks for :func:`export_chunk`."""
     manifest = read_manifest(folder)
+    missing = [name for name in dpo.NEEDS if name not in manifest["fields"]]
+    if options.format == "dpo" and missing:
+        raise DatasetError(f"{folder}: --format dpo needs a dataset built with --labels from "
+                           f"labels that know each move's loss (no {', '.join(missing)}): "
+                           "go19 review RUN_DIR, then go19 dataset build RUN_DIR --labels "
+                           "RUN_DIR/labels --out DIR")
     table = load_games(folder)
     tasks = []
     first = 0
@@ -136,7 +150,7 @@ def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[Ex
             dataset=str(folder.resolve()), fields=manifest["fields"], entry=entry,
             rows=(lo, hi), games=rows, shard=shard, first=first, out=str(out.resolve()),
             format=options.format, image_px=options.image_px, answer=options.answer,
-            template=options.template,
+            template=options.template, min_loss=options.min_loss, dpo_style=options.dpo_style,
         ))
         first += hi - lo
     return manifest, tasks
@@ -223,6 +237,12 @@ def export(
             sizes.update({int(k): n for k, n in result.image_px.items()})
             px_from.update(result.image_px_from)
         games = len({g for t in tasks for g in t.games})
+        counts: dict[str, object] = {
+            "samples": sum(entry["samples"] for entry in shards), "shards": len(shards),
+            "games": games, "image_px": {str(k): n for k, n in sorted(sizes.items())},
+            "image_px_from": dict(sorted(px_from.items()))}
+        if options.format == "dpo":
+            counts["candidates"] = total  # the samples the pairs were drawn from
         record = {
             "format": FORMAT, "go19_version": __version__,
             "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -236,14 +256,14 @@ def export(
             "template": options.template,
             "image": {"renderer": "orchestrator.render.render_png", "last_move": "marked",
                       "default_image_px": DEFAULT_IMAGE_PX},
-            "counts": {"samples": total, "shards": len(shards), "games": games,
-                       "image_px": {str(k): n for k, n in sorted(sizes.items())},
-                       "image_px_from": dict(sorted(px_from.items()))},
+            "counts": counts,
             "shards": shards,
             "seconds": round(time.monotonic() - started, 3),
         }
         if options.format == "jsonl":
             atomic_write(partial / DATASET_INFO, _json(dataset_info(f"go19_{out.name}")))
+        if options.format == "dpo" and options.dpo_style == "llamafactory":
+            atomic_write(partial / DATASET_INFO, _json(dpo.dataset_info(f"go19_{out.name}")))
         atomic_write(partial / MANIFEST, _json(record))
         # Thousands of PNG files: one sync of everything, not an fsync per file.
         os.sync()

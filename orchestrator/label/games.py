@@ -5,7 +5,9 @@ over :func:`orchestrator.dataset.sources.find_sgf_files`): the same files (``voi
 skipped), the same 19x19-only reading, the same rejections and void games, the same rows.
 Every row of a game that replays to the end is labelled (the position just before each
 move); which rows become samples (fallback moves, dedup, picks) is decided by the build
-later, so one label set serves any build options.
+later, so one label set serves any build options. With ``review`` (``go19 review``, ``go19
+label --review``) one more row follows the last labelled move: the position after it, so
+that every labelled move has the score lead before and after it (its point loss).
 
 A game is sent as one analysis query per *segment*: from the game's start (its setup and
 handicap stones as ``initialStones``) with its moves as history. Setup stones in the
@@ -23,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from orchestrator.color import BLACK, WHITE
+from orchestrator.color import BLACK, WHITE, opponent
 from orchestrator.coords import from_index
 from orchestrator.dataset.sources import find_sgf_files
-from orchestrator.positions.samples import SIZE, GameRead, read_file
+from orchestrator.positions.samples import SIZE, GameRead, Positions, read_file
+from orchestrator.rules.board import Board
 from orchestrator.rules.game import Move
 
 
@@ -93,7 +96,8 @@ def segments(read: GameRead, rows: int) -> tuple[Segment, ...]:
     """The queries that cover rows ``0 .. rows - 1`` of a game read by the build."""
     positions = read.positions
     assert positions is not None
-    starts = sorted({0} | {at for at in read.setup_at if 0 < at < rows})
+    # A row past the last move (review) has no board of its own: no segment starts there.
+    starts = sorted({0} | {at for at in read.setup_at if 0 < at < min(rows, len(positions))})
     moves = [Move(int(color), from_index(int(index), SIZE))
              for color, index in zip(positions.to_play, positions.move, strict=True)]
     out = []
@@ -108,15 +112,34 @@ def segments(read: GameRead, rows: int) -> tuple[Segment, ...]:
     return tuple(out)
 
 
-def _label_game(read: GameRead, max_moves: int | None) -> LabelGame:
+def after_last(positions: Positions) -> tuple[int, int]:
+    """Side to move and position key of the position after a game's last move (the rows
+    hold the positions before each move only): the last row's board with its move played."""
+    board = Board(SIZE)
+    flat = positions.board[-1].reshape(-1)
+    board.setup(black=np.flatnonzero(flat == BLACK).tolist(),
+                white=np.flatnonzero(flat == WHITE).tolist())
+    color = int(positions.to_play[-1])
+    board.play(color, from_index(int(positions.move[-1]), SIZE))
+    return opponent(color), board.position_key(opponent(color))
+
+
+def _label_game(read: GameRead, max_moves: int | None, review: bool) -> LabelGame:
     positions = read.positions
     assert positions is not None
-    rows = len(positions) if max_moves is None else min(len(positions), max_moves)
+    n = len(positions)
+    moves = n if max_moves is None else min(n, max_moves)
+    end = moves + 1 if review and n else moves  # review: the position after move `moves` too
+    to_play, key = positions.to_play[:end].copy(), positions.key[:end].copy()
+    if end > n:  # after the game's last move: a position the rows do not hold
+        color, last = after_last(positions)
+        to_play = np.append(to_play, np.uint8(color))
+        key = np.append(key, np.uint64(last))
     return LabelGame(
         path=read.path, game_index=read.game_index, sha1=read.sha1, status="ok",
         komi=read.komi, moves=read.moves,
-        segments=segments(read, rows) if rows else (),
-        to_play=positions.to_play[:rows].copy(), key=positions.key[:rows].copy(),
+        segments=segments(read, end) if end else (),
+        to_play=to_play, key=key,
     )
 
 
@@ -126,9 +149,10 @@ def _accounted(read: GameRead) -> LabelGame:
                      moves=read.moves)
 
 
-def read_label_games(path: str | Path, max_moves: int | None = None) -> list[LabelGame]:
+def read_label_games(path: str | Path, max_moves: int | None = None,
+                     review: bool = False) -> list[LabelGame]:
     """Every game of one SGF file as the dataset build reads it, with its queries."""
-    return [_label_game(read, max_moves) if read.status == "ok" else _accounted(read)
+    return [_label_game(read, max_moves, review) if read.status == "ok" else _accounted(read)
             for read in read_file(path)]
 
 
@@ -137,20 +161,22 @@ def select_games(
     *,
     max_games: int | None = None,
     max_moves: int | None = None,
+    review: bool = False,
 ) -> tuple[list[LabelGame], int]:
     """Every game under ``inputs`` in the build's order, and the number of files skipped
     in ``void`` folders. ``max_games`` stops after that many games to label (games the
     build would not use are still listed up to there); ``max_moves`` labels only the
-    first rows of each game (the positions before moves 1 .. max_moves)."""
+    first rows of each game (the positions before moves 1 .. max_moves); ``review`` adds
+    the position after the last of those moves."""
     files, void_files = find_sgf_files([Path(p) for p in inputs])
-    return list(_iter_games(files, max_games, max_moves)), void_files
+    return list(_iter_games(files, max_games, max_moves, review)), void_files
 
 
-def _iter_games(files: list[Path], max_games: int | None,
-                max_moves: int | None) -> Iterator[LabelGame]:
+def _iter_games(files: list[Path], max_games: int | None, max_moves: int | None,
+                review: bool) -> Iterator[LabelGame]:
     to_label = 0
     for path in files:
-        for game in read_label_games(path, max_moves):
+        for game in read_label_games(path, max_moves, review):
             if game.status == "ok":
                 if max_games is not None and to_label >= max_games:
                     return

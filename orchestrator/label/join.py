@@ -11,10 +11,16 @@ used: it counts as missing (``key_mismatch``).
 Either way the samples get ``katago_move`` (361 = pass), ``played_move``, ``policy``
 (float32 362: KataGo's raw policy with illegal points set to 0, so it sums to 1),
 ``winrate`` and ``score_lead`` (Black's), ``katago_visits``, and ``ownership`` when the
-labels have it. A position without a label is dropped, or kept with
-``--allow-missing-labels``: then ``move`` is the played move, ``katago_move`` -1 and the
-float fields NaN. The manifest's ``labels`` entry counts all of this and how often the
-played move was KataGo's.
+labels have it. The position after the move, looked up the same way (its key is the next
+row's, or for the last move the position it leaves), gives ``score_lead_after`` and the
+played move's ``played_loss`` (:func:`orchestrator.quality.moves.point_loss`: the mover's
+points lost, KaTrain's definition), NaN where that position has no label; labels made for
+review (``go19 label --review``) add ``katago_loss``, the loss of KataGo's own move by the
+search's value of it (NaN at one visit, where KataGo searches no move).
+
+A position without a label is dropped, or kept with ``--allow-missing-labels``: then
+``move`` is the played move, ``katago_move`` -1 and the float fields NaN. The manifest's
+``labels`` entry counts all of this and how often the played move was KataGo's.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.label.games import after_last
 from orchestrator.label.store import LabelSet
 from orchestrator.positions.samples import AREA, GameRead, Positions
+from orchestrator.quality.moves import point_loss
 
 TARGETS = ("played", "katago")
 
@@ -48,7 +56,11 @@ class LabelJoin:
             "winrate": (np.dtype(np.float32), ()),  # Black's
             "score_lead": (np.dtype(np.float32), ()),  # Black's
             "katago_visits": (np.dtype(np.int32), ()),
+            "score_lead_after": (np.dtype(np.float32), ()),  # Black's, after the move
+            "played_loss": (np.dtype(np.float32), ()),  # the mover's points lost
         }
+        if labels.review:
+            self.fields["katago_loss"] = (np.dtype(np.float32), ())
         if labels.ownership:
             self.fields["ownership"] = (np.dtype(np.float32), (AREA,))
         self.positions = self.labelled = self.missing = self.key_mismatch = 0
@@ -56,6 +68,7 @@ class LabelJoin:
         # The game the build is on: its stage rows (move number -> label row, played move).
         self._numbers = np.empty(0, np.int32)
         self._label_rows = np.empty(0, np.intp)
+        self._after_rows = np.empty(0, np.intp)
         self._played = np.empty(0, np.int16)
         self._arrays: dict[str, np.ndarray] = {}
 
@@ -80,6 +93,7 @@ class LabelJoin:
             positions, rows = positions.take(~missing), rows[~missing]
         self._numbers = positions.move_number
         self._label_rows = rows
+        self._after_rows = self._after(game, positions, labels)
         self._played = positions.move
         has = rows >= 0
         if self.target == "katago" and has.any():
@@ -88,11 +102,27 @@ class LabelJoin:
             positions = dataclasses.replace(positions, move=moves)
         return positions
 
+    @staticmethod
+    def _after(game: GameRead, positions: Positions, labels) -> np.ndarray:
+        """The label row of the position after each row's move, -1 without one (or with
+        another position's key)."""
+        after = np.full(len(positions), -1, np.intp)
+        everything = game.positions
+        if labels is None or everything is None or not len(positions):
+            return after
+        keys = np.append(everything.key, np.uint64(after_last(everything)[1]))
+        found = labels.rows(positions.move_number + 1)
+        expected = keys[positions.move_number]  # row m is the position after move m
+        ok = (found >= 0) & (labels.arrays["key"][np.maximum(found, 0)] == expected)
+        after[ok] = found[ok]
+        return after
+
     def values(self, game: GameRead, positions: Positions) -> dict[str, np.ndarray]:
         """The label fields of the rows the build keeps (a subset of the stage's rows)."""
         n = len(positions)
         at = np.searchsorted(self._numbers, positions.move_number)
         rows = self._label_rows[at] if n else np.empty(0, np.intp)
+        after = self._after_rows[at] if n else np.empty(0, np.intp)
         has = rows >= 0
         take = rows[has]
         out: dict[str, np.ndarray] = {
@@ -102,7 +132,11 @@ class LabelJoin:
             "winrate": np.full(n, np.nan, np.float32),
             "score_lead": np.full(n, np.nan, np.float32),
             "katago_visits": np.full(n, -1, np.int32),
+            "score_lead_after": np.full(n, np.nan, np.float32),
+            "played_loss": np.full(n, np.nan, np.float32),
         }
+        if self.labels.review:
+            out["katago_loss"] = np.full(n, np.nan, np.float32)
         if self.labels.ownership:
             out["ownership"] = np.full((n, AREA), np.nan, np.float32)
         if len(take):
@@ -114,6 +148,17 @@ class LabelJoin:
             out["katago_visits"][has] = a["visits"][take]
             if self.labels.ownership:
                 out["ownership"][has] = a["ownership"][take]
+            if self.labels.review:
+                out["katago_loss"][has] = point_loss(positions.to_play[has], a["score_lead"][
+                    take], a["best_score_lead"][take])
+        later = after >= 0
+        if later.any():
+            a = self._arrays
+            both = has & later
+            out["score_lead_after"][later] = a["score_lead"][after[later]]
+            out["played_loss"][both] = point_loss(
+                positions.to_play[both], a["score_lead"][rows[both]],
+                a["score_lead"][after[both]])
         self.samples += n
         self.samples_labelled += len(take)
         self.agree += int(np.count_nonzero(out["played_move"][has] == out["katago_move"][has]))

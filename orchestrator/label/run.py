@@ -56,11 +56,16 @@ class RunOptions:
     ownership: bool = False
     max_in_flight: int = 4
     max_restarts: int = 3
+    review: bool = False  # the position after the last labelled move too (go19 review)
 
     def settings(self, max_moves: int | None) -> dict[str, Any]:
         """What a label folder must keep equal across resumed runs."""
-        return {"visits": self.visits, "ownership": self.ownership, "max_moves": max_moves,
-                "rules": dict(GO19_RULES), "report_as": "BLACK"}
+        settings: dict[str, Any] = {
+            "visits": self.visits, "ownership": self.ownership, "max_moves": max_moves,
+            "rules": dict(GO19_RULES), "report_as": "BLACK"}
+        if self.review:  # absent otherwise, so older folders resume as they are
+            settings["review"] = True
+        return settings
 
 
 class GameReporter(Protocol):
@@ -144,6 +149,8 @@ def _fill(arrays: dict[str, np.ndarray], row: int, r: AnalysisResponse, ownershi
     arrays["visits"][row] = r.visits
     if ownership:
         arrays["ownership"][row] = r.ownership
+    if "best_score_lead" in arrays and r.move_infos:  # NaN at 1 visit: no move searched
+        arrays["best_score_lead"][row] = r.move_infos[0].score_lead
 
 
 def _first(error: BaseException) -> BaseException:
@@ -168,7 +175,7 @@ class GameLabeller:
                     rows: range | None = None) -> None:
         """Label ``game``, or only its ``rows`` (a piece of it, for the Ray driver, which
         puts the pieces together; the writer then gets arrays with those rows filled)."""
-        arrays = empty_labels(game, self.options.ownership)
+        arrays = empty_labels(game, self.options.ownership, self.options.review)
         part = range(game.positions) if rows is None else rows
         warnings: set[str] = set()
         answered = 0
@@ -211,8 +218,8 @@ class GameLabeller:
         self.reporter.game_done(game)
 
 
-def plan(store: LabelStore, games: Sequence[LabelGame], ownership: bool
-         ) -> tuple[list[LabelGame], int]:
+def plan(store: LabelStore, games: Sequence[LabelGame], ownership: bool,
+         review: bool = False) -> tuple[list[LabelGame], int]:
     """The games to ask, in input order, and how many the folder has already; games not
     to ask (void, rejected, no positions) go into ``store`` as they are."""
     done = store.labelled()
@@ -229,7 +236,7 @@ def plan(store: LabelStore, games: Sequence[LabelGame], ownership: bool
             if game.positions:
                 todo.append(game)
             else:
-                store.add(game, empty_labels(game, ownership))
+                store.add(game, empty_labels(game, ownership, review))
     return todo, already
 
 
@@ -286,7 +293,8 @@ class LabelRun:
         return self.result
 
     async def _run(self, games: Sequence[LabelGame]) -> None:
-        todo, self.result.already = plan(self.writer, games, self.options.ownership)
+        todo, self.result.already = plan(self.writer, games, self.options.ownership,
+                                         self.options.review)
         queue = _Queue(todo)
         self.result.games = len(todo)
         self.reporter.start(len(todo), sum(g.positions for g in todo))

@@ -51,23 +51,29 @@ FIELDS: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
 OWNERSHIP: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
     "ownership": (np.dtype(np.float32), (AREA,)),  # +1 Black's, -1 White's
 }
+# Folders labelled for ``go19 review`` (settings ``review``): their last row per game is
+# the position after the last labelled move, and this field rides along.
+REVIEW: dict[str, tuple[np.dtype, tuple[int, ...]]] = {
+    "best_score_lead": (np.dtype(np.float32), ()),  # Black's, after KataGo's move (searched)
+}
 
 
 class LabelError(ValueError):
     """A label folder (or a run's settings) that cannot be used; ``str()`` is one line."""
 
 
-def fields(ownership: bool) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
-    return {**FIELDS, **OWNERSHIP} if ownership else dict(FIELDS)
+def fields(ownership: bool, review: bool = False) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    return {**FIELDS, **(OWNERSHIP if ownership else {}), **(REVIEW if review else {})}
 
 
-def empty_labels(game: LabelGame, ownership: bool) -> dict[str, np.ndarray]:
+def empty_labels(game: LabelGame, ownership: bool,
+                 review: bool = False) -> dict[str, np.ndarray]:
     """A game's label arrays, identity filled in, values NaN / -1 until answered."""
     n = game.positions
     blank = {"i": -1, "u": 0, "f": np.nan}
     arrays = {name: np.full((n, *shape), blank[dtype.kind], dtype) if dtype.kind in blank
               else np.empty((n, *shape), dtype)
-              for name, (dtype, shape) in fields(ownership).items()}
+              for name, (dtype, shape) in fields(ownership, review).items()}
     arrays["sha1"][:] = (game.sha1 or "").encode("ascii")
     arrays["game_index"][:] = game.game_index or 0
     arrays["move_number"][:] = np.arange(1, n + 1)
@@ -122,7 +128,8 @@ class LabelWriter:
                 "updated": None, "inputs": [], "engine": None,
                 "settings": dict(settings),
                 "fields": {name: {"dtype": dtype.str, "shape": list(shape)} for name, (
-                    dtype, shape) in fields(bool(settings.get("ownership"))).items()},
+                    dtype, shape) in fields(bool(settings.get("ownership")),
+                                            bool(settings.get("review"))).items()},
                 "counts": {}, "runs": [], "games": [], "shards": [],
             }
         manifest["inputs"] = sorted({*manifest["inputs"], *map(str, inputs)})
@@ -269,7 +276,9 @@ class LabelSet:
         self.manifest = read_manifest(self.folder)
         settings = self.manifest.get("settings") or {}
         self.ownership = bool(settings.get("ownership"))
-        expected = fields(self.ownership)
+        # review: each game's last row is the position after its last labelled move
+        self.review = bool(settings.get("review"))
+        expected = fields(self.ownership, self.review)
         parts = [read_shard(self.folder, e, expected) for e in self.manifest["shards"]]
         if parts:
             self.arrays = {name: np.concatenate([p[name] for p in parts]) for name in expected}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from orchestrator.files import atomic_write
 from orchestrator.recordings import JOURNAL, RUN_FILE
-from orchestrator.report import html, markdown
+from orchestrator.report import html, markdown, quality, quality_pictures
 from orchestrator.report.console import print_summary
 from orchestrator.report.load import load_runs
 from orchestrator.report.stats import compute
@@ -38,8 +38,10 @@ def default_out(run_dirs: Sequence[Path], reports: Path = Path("reports")) -> Pa
     return reports / f"combined-{_utc_now():%Y%m%d-%H%M%S}"
 
 
-def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = None) -> dict:
-    """The report dict (what ``report.json`` holds) for these run folders."""
+def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = None,
+                 labels: Sequence[Path] | None = None) -> dict:
+    """The report dict (what ``report.json`` holds) for these run folders; the move-quality
+    section from ``labels`` (label folders), else from each run's ``labels/`` folder."""
     warnings: list[str] = []
 
     def warn(line: str) -> None:
@@ -56,6 +58,7 @@ def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = 
         raise ReportError(f"--anchor: {ratings['error']}")
     if anchor and not ratings:
         raise ReportError("--anchor given, but fewer than two players have rated games")
+    report["quality"] = quality.section(runs, report["head_to_head"], labels, warn)
     return {"generated": f"{_utc_now():%Y-%m-%dT%H:%M:%SZ}", **report, "warnings": warnings}
 
 
@@ -68,13 +71,15 @@ def write_report(
     out_dir: Path,
     console: bool = False,
     anchor: Mapping[str, float] | None = None,
+    labels: Sequence[Path] | None = None,
 ) -> dict:
     """Write ``report.md``, ``report.json`` and ``report.html`` into ``out_dir`` and
     return the dict written to ``report.json``. ``console=True`` also prints a short
     summary to the terminal. Raises :class:`ReportError` (one line) and OSError."""
-    report = build_report(run_dirs, anchor)
+    report = build_report(run_dirs, anchor, labels)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    quality_pictures.write(report, out_dir)
     _write(out_dir / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
     _write(out_dir / "report.md", markdown.render(report, out_dir))
     _write(out_dir / "report.html", html.render(report, out_dir))

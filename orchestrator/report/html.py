@@ -9,7 +9,7 @@ import os
 from html import escape
 from pathlib import Path
 
-from orchestrator.report import svg
+from orchestrator.report import quality_pages, quality_tables, svg
 from orchestrator.report import tables as t
 
 CSS = """
@@ -128,7 +128,8 @@ def verdict_box(report: dict) -> str:
         return ('<div class="verdict undecided"><p class="sentence">No head-to-head games '
                 "between two players: no verdict.</p></div>")
     keys = "".join(f"<dt>{escape(k)}</dt><dd>{escape(val)}</dd>"
-                   for k, val in t.verdict_lines(report))
+                   for k, val in [*t.verdict_lines(report),
+                                  *quality_tables.verdict_lines(report)])
     kind = "" if v["stronger"] else " undecided"
     return (f'<div class="verdict{kind}"><p class="sentence">{escape(v["sentence"])}</p>'
             f'<dl class="keys">{keys}</dl></div>')
@@ -188,6 +189,7 @@ def render(report: dict, out_dir: Path | None = None) -> str:
             page.append(f"<details><summary>Opening pairs: {done} complete of "
                         f"{len(section['pairs'])} (click to open)</summary>"
                         f"{table(t.pairs_table(section))}</details>")
+    page.append(quality_pages.html(report, table, out_dir))
     if t.show_ratings(report):
         page += ["<h2>Ratings</h2>", table(t.ratings_table(report)),
                  f'<p class="note">{escape(t.ratings_note(report))}</p>']
@@ -223,6 +225,7 @@ def render(report: dict, out_dir: Path | None = None) -> str:
         page.append("</ul>")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(t.title(report))}</title><style>{CSS}</style></head>"
+        f"<title>{escape(t.title(report))}</title><style>{CSS}{quality_pages.CSS}</style>"
+        "</head>"
         f"<body>{''.join(page)}</body></html>\n"
     )

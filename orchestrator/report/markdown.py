@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from orchestrator.report import quality_pages, quality_tables
 from orchestrator.report import tables as t
 
 
@@ -28,6 +29,7 @@ def verdict_box(report: dict) -> list[str]:
         return ["> **Verdict:** no head-to-head games between two players.", ""]
     out = [f"> **Verdict:** {v['sentence']}", ">"]
     out += [f"> - **{label}**: {value}" for label, value in t.verdict_lines(report)]
+    out += [f"> - **{label}**: {value}" for label, value in quality_tables.verdict_lines(report)]
     return [*out, ""]
 
 
@@ -51,6 +53,7 @@ def render(report: dict, out_dir: Path | None = None) -> str:
         out.append("")
         if section["pairs"]:
             out += ["### Opening pairs", "", table(t.pairs_table(section)), ""]
+    out += quality_pages.markdown(report, table, out_dir)
     if t.show_ratings(report):
         out += ["## Ratings", "", table(t.ratings_table(report)), "",
                 t.ratings_note(report), ""]
