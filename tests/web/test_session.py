@@ -191,7 +191,10 @@ async def test_the_vlm_seat_has_the_pages_timeout_and_the_human_no_clock(
         assert trio.current_time() - asked == pytest.approx(7, abs=0.2)
         await trio.sleep(3600)
         assert session.waiting_human and session.marks == {1: "timeout"}
-        session.handle({"type": "click", "point": from_gtp("D4", 19)})
+        # An empty point: the local AI's move 2 is seeded by the clock, D4 may be taken.
+        board = session.live.game.board
+        empty = next(p for p in map(from_gtp, ("D4", "C3", "K10"), [19] * 3) if board[p] == 0)
+        session.handle({"type": "click", "point": empty})
         await until(session, lambda: session.live.game.move_number == 3)
         assert session.marks == {1: "timeout"}
         nursery.cancel_scope.cancel()
