@@ -33,6 +33,7 @@ from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 
 CONSTRAINTS = ("none", "choice", "regex")
+KEEP_REPLY = ("none", "fallbacks", "all")  # which moves' raw replies the record keeps
 KEPT_CHARS = 1000  # of a reply's text and of its reasoning text, per move
 SHOWN_CHARS = 200  # of a server's error message, in a fault's one line
 
