@@ -21,6 +21,7 @@ from orchestrator.collect.preflight import (
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.players.openai_wire import request_seed
 from orchestrator.recordings import JOURNAL, read_journal
+from orchestrator.report.build import write_report
 from orchestrator.sgf import REPLY_PROP
 from tests.players.openai_server import LOCALHOST, OpenAIServer
 
@@ -167,3 +168,16 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
         assert len(replies) == tokens.moves and all(r["tokens"] == [900, 2] for r in replies)
         assert sum("reply" in r for r in replies) == fallbacks  # fallbacks only
         assert "api_key" not in (summary.run_dir / record.sgf).read_text()
+    # The report: tokens per move and per game, and what the model said on its fallbacks.
+    report = write_report([summary.run_dir], tmp_path / "report")
+    tokens = report["players"]["r5"]["tokens"]
+    assert tokens["prompt_per_move"] == 900 and tokens["completion_per_move"] == 2
+    assert tokens["games"] == 2 and tokens["prompt_per_game"] == 900 * tokens["moves"] / 2
+    assert "tokens" not in report["players"]["ai"]
+    for game in report["games"]:
+        assert [n["reply"] for n in game["said"]["r5"]] == ["E5"] * game["fallbacks"]["r5"]
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "| r5 | " in markdown.split("## Tokens")[1].split("## Games")[0]
+    assert "r5 said 'E5' (move " in markdown.split("## Games")[1]
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "<h2>Tokens</h2>" in html and "r5 said &#x27;E5&#x27;" in html
