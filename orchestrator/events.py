@@ -190,7 +190,7 @@ class Interrupted(RunStop):
 
 
 class WatchPage(Event):
-    """``collect --web``: the watch page is served at ``url``, or (``error``) is not."""
+    """``collect --web``: the watch page is served at ``url`` (its port was bound before
+    the run, so a busy port never gets this far)."""
 
     url: str
-    error: str | None = None

@@ -135,13 +135,13 @@ def _(event: RunStop) -> str:
 
 @words.register
 def _(event: WatchPage) -> str:
-    if event.error is not None:
-        return f"no watch page: cannot listen on {event.url}: {event.error}"
     return f"watch page: {event.url}"
 
 
 def fallback_status(event: Fallback) -> str:
-    """The play page's status line for a fallback."""
+    """The play page's status line for a fallback (a cancelled response was asked for)."""
+    if event.reason == "cancelled":
+        return f"{event.player}'s response cancelled — the local AI played move {event.move}"
     return (f"fallback: {event.player} {event.reason} — the local AI played move "
             f"{event.move}")
 

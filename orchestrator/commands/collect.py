@@ -23,8 +23,8 @@ from orchestrator.players.address import check_host
 EXIT_CODES = """\
 exit status:
   0    every game asked for is recorded, or the SPRT decided
-  2    bad matchup or options, or the recordings cannot be written (disk full,
-       read-only): nothing half-written is left, --resume continues
+  2    bad matchup or options (a --web port in use), or the recordings cannot be
+       written (disk full, read-only): nothing half-written is left, --resume continues
   3    a player cannot be reached: no replica answers at start (after
        --wait-endpoints), every replica down for down_pause_s, or a streak of
        void games made of failed connections
@@ -89,6 +89,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also serve a watch page of the run (needs the web extra; host 127.0.0.1 "
         "unless given; default: no watch page)",
     )
+    parser.add_argument(
+        "--web-allow-host", action="append", default=[], metavar="NAME",
+        help="another Host name the watch page may be reached by (repeatable; default: "
+        "the loopback names and the --web host)",
+    )
 
 def run(args: argparse.Namespace) -> int:
     if args.games is not None and args.games < 1:
@@ -115,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
     view: ViewTask | None = dashboard.run
     if args.web is not None:  # the watch page runs where the dashboard would, beside it
-        view = _with_web_page(args.web, view)
+        reports = None if args.no_report else args.reports
+        view = _with_web_page(args.web, args.web_allow_host, reports, view)
         if view is None:
             return EXIT_INPUT
     try:
@@ -136,24 +142,36 @@ def run(args: argparse.Namespace) -> int:
     return summary.exit_code
 
 
-def _with_web_page(bind: str, dashboard: ViewTask | None) -> ViewTask | None:
+def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
+                   dashboard: ViewTask | None) -> ViewTask | None:
     """What runs in the dashboard's place: the watch page (orchestrator/web) beside the
-    dashboard, if any. None after a one-line error."""
+    dashboard, if any, on a port bound now, before any game. None after a one-line error."""
     try:
-        from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, parse_bind, watch_task
+        from orchestrator.web import server
     except ImportError as exc:
         print(f"collect: --web needs the web extra ({exc.name} missing): "
               "pip install 'go19[web]'", file=sys.stderr)
         return None
     try:
-        host, port = parse_bind(bind)
+        host, port = server.parse_bind(bind)
         host = check_host(host)  # an AddressError is a ValueError too
     except ValueError as exc:
         print(f"collect: --web: {exc}", file=sys.stderr)
         return None
-    if not is_loopback(host):
-        print(NO_AUTH_WARNING.format(host=host), file=sys.stderr)
-    return watch_task(host, port, dashboard)
+    problem = server.allowed_names_problem(allow_hosts)
+    if problem:
+        print(f"collect: --web-allow-host: {problem}", file=sys.stderr)
+        return None
+    try:
+        listener = server.bind_listener(host, port)
+    except OSError as exc:
+        print(f"collect: --web: cannot listen on {host}:{port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return None
+    if not server.is_loopback(host):
+        print(server.NO_AUTH_WARNING.format(host=host), file=sys.stderr)
+    hosts = server.trusted_hosts(host, allow_hosts)
+    return server.watch_task(listener, hosts, reports, dashboard)
 
 
 def print_summary(summary: RunSummary) -> None:

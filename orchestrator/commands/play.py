@@ -21,12 +21,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "AI, AI vs VLM, human vs VLM and VLM vs VLM (GO19 servers), with the live estimate, "
         "connection checks and training mode (finished games saved as SGF under "
         "--recordings). Prints the page's URL; Ctrl-C stops.",
-        epilog="examples:\n  go19 play --open\n  go19 play --host 0.0.0.0 --port 8019",
+        epilog="examples:\n  go19 play --open\n"
+        "  go19 play --host 0.0.0.0 --port 8019 --allow-host mybox.lan",
     )
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1; the page has no "
                         "authentication)")
     parser.add_argument("--port", type=int, default=8019, help="port (default 8019; 0: any)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="another Host name the page may be reached by (repeatable; "
+                        "default: the loopback names and --host): any other is refused, "
+                        "so that no web site can drive the page by rebinding its name")
     parser.add_argument("--open", action="store_true", help="open the page in a browser")
     parser.add_argument("--recordings", type=Path, default=Path("recordings"),
                         help="where training mode saves games (default recordings/)")
@@ -43,13 +48,33 @@ def run(args: argparse.Namespace) -> int:
         print(f"play: --host: {exc}", file=sys.stderr)
         return 2
     try:
-        from orchestrator.web.server import NO_AUTH_WARNING, is_loopback, serve_play
+        from orchestrator.web.server import (
+            NAMES_NOTE,
+            NO_AUTH_WARNING,
+            WILDCARDS,
+            allowed_names_problem,
+            bind_host_problem,
+            is_loopback,
+            serve_play,
+            trusted_hosts,
+        )
     except ImportError as exc:
         print(f"play: the web extra is not installed ({exc.name} missing): "
               "pip install 'go19[web]'", file=sys.stderr)
         return 2
+    problem = bind_host_problem(args.host)
+    if problem:
+        print(f"play: --host: {problem}", file=sys.stderr)
+        return 2
+    problem = allowed_names_problem(args.allow_host)
+    if problem:
+        print(f"play: --allow-host: {problem}", file=sys.stderr)
+        return 2
     if not is_loopback(args.host):
         print(NO_AUTH_WARNING.format(host=args.host), file=sys.stderr)
+        if args.host.strip("[]") in WILDCARDS:
+            names = ", ".join(trusted_hosts(args.host, args.allow_host))
+            print(NAMES_NOTE.format(names=names, option="allow-host"), file=sys.stderr)
 
     failed: list[OSError] = []
 
@@ -61,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             async with trio.open_nursery() as nursery:
                 try:
                     url, _ = await nursery.start(serve_play, args.host, args.port,
-                                                 args.recordings)
+                                                 args.recordings, args.allow_host)
                 except OSError as exc:
                     failed.append(exc)
                     return

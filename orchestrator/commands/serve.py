@@ -170,5 +170,5 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
               file=sys.stderr)
-        return 1
+        return 2  # as go19 play and collect --web: the address given cannot be used
     return 0

@@ -6,14 +6,16 @@ A host is an IPv4 address, an IPv6 address (brackets optional: ``[::1]``), or a 
 name: labels of 1 to 63 characters (after IDNA encoding, for names that are not ASCII)
 of letters, digits, ``-`` and ``_``, not starting or ending with ``-``, 253 characters
 in all, one trailing dot allowed. A name made only of digits and dots must be a valid
-IPv4 address (``10.0.0..5``, ``10.0.0.256`` are typos, not names). Nothing here
-resolves a name: whether it exists is the connection's to find out.
+IPv4 address (``10.0.0..5``, ``10.0.0.256`` are typos, not names; inet_aton's
+shorthands such as ``127.1`` are read as the resolver reads them, and spelt out).
+Nothing here resolves a name: whether it exists is the connection's to find out.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -62,10 +64,10 @@ def check_host(host: str) -> str:
         return bare
     if _NUMERIC_RE.fullmatch(bare):
         try:
-            ipaddress.IPv4Address(bare)
-        except ValueError:
+            # The resolver reads inet_aton's shorthands (127.1 is 127.0.0.1): spelt out.
+            return str(ipaddress.IPv4Address(socket.inet_aton(bare)))
+        except OSError:
             raise AddressError(f"bad host name {host!r}: not an IPv4 address") from None
-        return bare
     why = _why_bad_name(bare)
     if why is not None:
         raise AddressError(f"bad host name {host!r}: {why}")

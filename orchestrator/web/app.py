@@ -1,64 +1,136 @@
-"""The ASGI apps (Starlette): one static page, its WebSocket, and a few plain routes.
+"""The ASGI apps (Starlette): a page, its WebSocket, and a few plain routes.
 
-``/`` is the page for both modes; the first WebSocket message says which (``play``
-or ``watch``). Each page gets the latest snapshot whenever it changes, never a
-backlog: a page that takes longer than ``SEND_TIMEOUT_S`` to take one is dropped
-(it reconnects by itself), so a slow browser never holds up a game or a run.
+``go19 play`` serves ``play.html``, ``collect --web`` serves ``watch.html``; both load
+ES modules from ``/static`` (no bundler). Each page gets the latest state whenever it
+changes, never a backlog, as one JSON text built once and shared by every page: a page
+that takes longer than ``SEND_TIMEOUT_S`` to take one is dropped (it reconnects by
+itself), so a slow browser never holds up a game or a run.
+
+Both apps answer only to trusted Host names (Starlette's TrustedHostMiddleware, for
+HTTP and the WebSocket upgrade alike), and the socket also wants its Origin to be the
+page's own: the page has no authentication, so neither a site that rebinds its name
+to 127.0.0.1 nor a page of another origin may play, or probe hosts through the server
+rows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import os
+import socket
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib.resources import files
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import trio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from orchestrator.web.feed import WatchFeed
 from orchestrator.web.session import PlaySession
-from orchestrator.web.watch import WatchHub
 
 STATIC = Path(str(files("orchestrator.web") / "static"))
 SEND_TIMEOUT_S = 5.0
-WATCH_POLL_S = 0.2  # the collector announces nothing: watch pages look this often
+WATCH_EVERY_S = 1.0  # how often a page's watchdog looks at the send in progress
+# At most this often per page: changes that come faster (a click storm, a fast game) are
+# sent as one, the latest, so that a hundred tabs cost a bounded share of the loop.
+SEND_INTERVAL_S = 0.04
 MAX_MESSAGE = 64 * 1024
+NO_STORE = {"Cache-Control": "no-store"}
 
 
-async def _index(_: Request) -> Response:
-    return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+class _Link:
+    """A page's sending side: one message at a time, given up when a send outlasts
+    ``SEND_TIMEOUT_S`` (the page is too slow or gone, and is dropped).
 
+    Hypercorn writes under a shielded cancel scope, so a deadline cannot end a send that
+    a page which stopped reading never takes (its task, and the server's end, would wait
+    for ever): the page's watchdog, shielded too, cuts its connection instead, and the
+    send then fails as for a lost connection."""
 
-async def _send(websocket: WebSocket, payload: dict) -> bool:
-    """Send one snapshot; False when the page is too slow or gone (then it is dropped)."""
-    with trio.move_on_after(SEND_TIMEOUT_S):
-        try:
-            await websocket.send_text(json.dumps(payload, separators=(",", ":")))
-            return True
-        except (WebSocketDisconnect, RuntimeError, OSError, trio.BrokenResourceError):
+    def __init__(self, websocket: WebSocket) -> None:
+        self.websocket = websocket
+        self.sending_since: float | None = None
+        self.too_slow = False
+        self._watching = trio.CancelScope(shield=True)
+
+    async def send(self, text: str) -> bool:
+        if self.too_slow:
             return False
-    return False
+        self.sending_since = trio.current_time()
+        try:
+            await self.websocket.send_text(text)
+            sent = True
+        except (WebSocketDisconnect, RuntimeError, OSError, trio.BrokenResourceError):
+            sent = False
+        finally:
+            self.sending_since = None
+        return sent and not self.too_slow
+
+    async def watch(self) -> None:
+        with self._watching:
+            while True:
+                await trio.sleep(WATCH_EVERY_S)
+                since = self.sending_since
+                if since is not None and trio.current_time() - since >= SEND_TIMEOUT_S:
+                    self.too_slow = True
+                    _cut(self.websocket.scope)
+                    return
+
+    def stop_watching(self) -> None:
+        """The page's sender is done (no send of its can be stuck any more)."""
+        self._watching.cancel()
 
 
-async def _serve_socket(websocket: WebSocket, sender: Callable[[], Awaitable[None]],
+def _cut(scope: Mapping[str, object]) -> None:
+    """Shut down the TCP connection of ``scope``'s page, found by its two addresses among
+    this process's sockets (``/proc/self/fd``; elsewhere the page is only given up)."""
+    client, server = scope.get("client"), scope.get("server")
+    if not isinstance(client, (list, tuple)) or not isinstance(server, (list, tuple)) or \
+            not os.path.isdir("/proc/self/fd"):
+        return
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except (OSError, ValueError):
+            continue  # not a socket (or gone)
+        try:
+            if (sock.type == socket.SOCK_STREAM and sock.getpeername()[:2] == tuple(client)
+                    and sock.getsockname()[:2] == tuple(server)):
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+
+async def _serve_socket(websocket: WebSocket,
+                        sender: Callable[[Callable[[str], Awaitable[bool]]], Awaitable[None]],
                         on_message: Callable[[dict], None]) -> None:
-    """Run ``sender`` beside a receive loop until the page goes away."""
+    """Run ``sender`` beside a receive loop until the page goes away (or the sender is
+    done: the run is over, and the page is told so by a normal close)."""
     if not same_origin(websocket):
         await websocket.close(code=1008)  # policy violation
         return
     await websocket.accept()
+    link = _Link(websocket)
     async with trio.open_nursery() as nursery:
 
         async def send_then_stop() -> None:
-            await sender()
+            try:
+                await sender(link.send)
+            finally:
+                link.stop_watching()
             nursery.cancel_scope.cancel()
 
+        nursery.start_soon(link.watch)
         nursery.start_soon(send_then_stop)
         try:
             while True:
@@ -82,85 +154,57 @@ async def _serve_socket(websocket: WebSocket, sender: Callable[[], Awaitable[Non
 
 
 def same_origin(websocket: WebSocket) -> bool:
-    """Only our own page may open the socket: the page has no authentication, and any
-    web site the user visits could otherwise play, or probe hosts through the server rows.
+    """The socket's Origin must be the page's own (the Host, already a trusted name).
     Clients that send no Origin (not browsers) are let in."""
     origin = websocket.headers.get("origin")
     return origin is None or urlsplit(origin).netloc == websocket.headers.get("host")
 
 
-def play_app(session: PlaySession) -> Starlette:
+def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
+    async def page(_: Request) -> Response:
+        return FileResponse(STATIC / name, headers=NO_STORE)
+    return page
+
+
+def _app(routes: list, hosts: Sequence[str]) -> Starlette:
+    return Starlette(
+        routes=[*routes, Mount("/static", StaticFiles(directory=STATIC), name="static")],
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts),
+                               www_redirect=False)],
+    )
+
+
+def play_app(session: PlaySession, hosts: Sequence[str]) -> Starlette:
     async def vlm_png(_: Request) -> Response:
         if session.vlm_png is None:
             return PlainTextResponse("no GO19 request yet", status_code=404)
-        return Response(session.vlm_png, media_type="image/png",
-                        headers={"Cache-Control": "no-store"})
+        return Response(session.vlm_png, media_type="image/png", headers=NO_STORE)
 
     async def socket(websocket: WebSocket) -> None:
-        async def sender() -> None:
+        async def sender(send: Callable[[str], Awaitable[bool]]) -> None:
             seen = -1
             while True:
                 seen = await session.pulse.wait(seen)
-                if not await _send(websocket, session.snapshot()):
+                if not await send(session.snapshot_text()):
                     return
+                await trio.sleep(SEND_INTERVAL_S)
 
         await _serve_socket(websocket, sender, session.handle)
 
-    return Starlette(routes=[
-        Route("/", _index),
-        Route("/vlm.png", vlm_png),
-        WebSocketRoute("/ws", socket),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ])
+    return _app([Route("/", _page("play.html")), Route("/vlm.png", vlm_png),
+                 WebSocketRoute("/ws", socket)], hosts)
 
 
-def watch_app(hub: WatchHub) -> Starlette:
+def watch_app(feed: WatchFeed, hosts: Sequence[str]) -> Starlette:
     async def sgf(request: Request) -> Response:
-        path = hub.sgf_path(request.path_params["name"])
+        path = feed.hub.sgf_path(request.path_params["name"])
         if path is None or not path.is_file():
             return PlainTextResponse("no such game", status_code=404)
         return FileResponse(path, media_type="application/x-go-sgf")
 
     async def socket(websocket: WebSocket) -> None:
-        # The game this page watches; "fresh": a click the page wants answered in full.
-        selected: dict[str, int | bool | None] = {"game": None, "fresh": False}
+        async with feed.page() as page:
+            await _serve_socket(websocket, page.send_all, page.on_message)
 
-        def on_message(message: dict) -> None:
-            number = message.get("game")
-            if message.get("type") == "watch" and (number is None or type(number) is int):
-                selected["game"], selected["fresh"] = number, True
-
-        async def sender() -> None:
-            last_sent = None
-            replay_sent = None
-            while True:
-                payload: dict = {"type": "watch", **hub.overview()}
-                number = selected["game"]
-                if selected["fresh"]:
-                    selected["fresh"], replay_sent, last_sent = False, None, None
-                if isinstance(number, int):
-                    view = hub.live_view(number)
-                    if view is None:
-                        # Finished (or unknown): its frames go once, then only the list.
-                        view = {"kind": "replay", "number": number, "same": True}
-                        if replay_sent != number:
-                            view = hub.finished_view(number) or {"kind": "gone",
-                                                                 "number": number}
-                            replay_sent = number if view["kind"] == "replay" else None
-                    else:
-                        replay_sent = None
-                    payload["view"] = view
-                if payload != last_sent:
-                    if not await _send(websocket, payload):
-                        return
-                    last_sent = payload
-                await trio.sleep(WATCH_POLL_S)
-
-        await _serve_socket(websocket, sender, on_message)
-
-    return Starlette(routes=[
-        Route("/", _index),
-        Route("/sgf/{name}", sgf),
-        WebSocketRoute("/ws", socket),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ])
+    return _app([Route("/", _page("watch.html")), Route("/sgf/{name}", sgf),
+                 WebSocketRoute("/ws", socket)], hosts)

@@ -1,7 +1,11 @@
 """The connection panel of a server row: a one-off PING/PONG on its own connection
 (never the in-game one) and the seed client's coloured label, with optional
 auto-reconnect: after a failure, wait 1.5 s, 3 s, 4.5 s … (capped at 15 s),
-counting down on the label every 0.25 s, and stop after 6 failures in a row."""
+counting down on the label every 0.25 s, and stop after 6 failures in a row.
+
+A host name the page (or ``go19 play --host``) gives is checked by
+:mod:`orchestrator.players.address` first: ``a..b`` would make the resolver raise
+UnicodeError deep inside trio, ending the whole server instead of failing one check."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from collections.abc import Callable
 
 import trio
 
+from orchestrator.players.address import AddressError, check_host
 from orchestrator.players.go19 import format_address
 from orchestrator.players.ping import ping_once
 
@@ -17,6 +22,17 @@ BACKOFF_STEP_S = 1.5
 BACKOFF_CAP_S = 15.0
 MAX_FAILURES = 6
 TICK_S = 0.25
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is no host name or address, in a few words; None when it is one."""
+    if not host:
+        return "empty host name"
+    try:
+        check_host(host)
+    except AddressError as exc:
+        return str(exc)
+    return None
 
 
 def _ms(ms: float) -> str:

@@ -1,10 +1,16 @@
 """Serving the apps: Hypercorn's trio worker inside go19's own trio run, so the web
-server, the games and the collector share one event loop and one nursery tree."""
+server, the games and the collector share one event loop and one nursery tree.
+
+The listening socket is bound before anything else starts (a busy port is one line and
+exit 2 before any game), and each app answers only to the Host names it was given: the
+loopback names, the bound host and any ``--allow-host``, so a page whose name was
+rebound to 127.0.0.1 (DNS rebinding) gets a 400, not the game."""
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterator
+import socket
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -14,8 +20,10 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from hypercorn.typing import ASGIFramework
 
-from orchestrator.events import WatchPage
+from orchestrator import events
 from orchestrator.web.app import play_app, watch_app
+from orchestrator.web.connection import host_problem
+from orchestrator.web.feed import WatchFeed
 from orchestrator.web.session import PlaySession
 from orchestrator.web.watch import WatchHub
 
@@ -25,17 +33,51 @@ if TYPE_CHECKING:
     from orchestrator.collect.collector import Collector
 
 DEFAULT_PORT = 8019
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+WILDCARDS = ("0.0.0.0", "::")
 NO_AUTH_WARNING = ("warning: {host} is not a loopback address: anyone who can reach this "
                    "port can use the page, which has no authentication")
+NAMES_NOTE = ("note: the page answers to the Host names {names}; reach it by another name "
+              "with --{option} NAME")
+SHUTDOWN_GRACE_S = 2.0  # watch pages hear that the run is over before the server goes
+
+
+def _ipv4_shorthand(host: str) -> ipaddress.IPv4Address | None:
+    """``127.1`` and the other forms inet_aton reads (and the resolver accepts)."""
+    try:
+        return ipaddress.IPv4Address(socket.inet_aton(host))
+    except (OSError, ValueError):
+        return None
 
 
 def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(host).is_loopback
     except ValueError:
-        return False
+        pass
+    shorthand = _ipv4_shorthand(host)
+    return shorthand is not None and shorthand.is_loopback
+
+
+def bind_host_problem(host: str) -> str | None:
+    """Why ``go19 play --host`` / ``--web HOST:`` cannot be listened on, or None."""
+    problem = host_problem(host)
+    if problem == "empty host name":
+        return "empty host name (give an address such as 127.0.0.1, or 0.0.0.0 for every " \
+               "interface)"
+    return problem
+
+
+def allowed_names_problem(names: Iterable[str]) -> str | None:
+    """Why one of the ``--allow-host`` names is no host name, or None."""
+    for name in names:
+        problem = host_problem(name)
+        if problem:
+            return problem
+    return None
 
 
 def parse_bind(text: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
@@ -44,26 +86,59 @@ def parse_bind(text: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
     host = host.strip("[]") if sep else default_host
     if not port.isdigit() or not 0 <= int(port) < 65536 or not host:
         raise ValueError(f"bad address {text!r}: expected [HOST:]PORT with a port in 0..65535")
+    problem = bind_host_problem(host)
+    if problem:
+        raise ValueError(f"bad address {text!r}: {problem}")
     return host, int(port)
+
+
+def trusted_hosts(host: str, extra: Iterable[str] = ()) -> list[str]:
+    """The Host names a page may come by: loopback, the bound host (for a wildcard bind,
+    this machine's names) and the ones given."""
+    names = set(LOOPBACK_NAMES)
+    if host.strip("[]") in WILDCARDS:
+        names |= {socket.gethostname(), socket.getfqdn()}
+    else:
+        names.add(f"[{host}]" if ":" in host else host)
+    names |= {f"[{n}]" if ":" in n and not n.startswith("[") else n for n in extra}
+    return sorted(n.lower() for n in names if n)
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """The page's listening socket, bound now; OSError (a port in use) before anything
+    else has started. Hypercorn takes it over (``fd://``)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Hypercorn does
+        sock.bind(address)
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def url_for(binds: list[str]) -> str:
     return binds[0] + "/"
 
 
-async def serve_app(app: Starlette, host: str, port: int,
+async def serve_app(app: Starlette, listener: socket.socket,
+                    shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
                     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve ``app`` until cancelled; with ``nursery.start`` it returns the page's URL.
-    A port that cannot be bound raises a plain OSError (not Hypercorn's nursery group)."""
+    """Serve ``app`` on ``listener`` until cancelled (or ``shutdown_trigger`` returns);
+    with ``nursery.start`` it returns the page's URL."""
     config = Config()
-    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.bind = [f"fd://{listener.detach()}"]
     config.accesslog = None
     config.errorlog = None  # a page that goes away mid-request is not an error of ours
     config.graceful_timeout = 1.0
     with _plain_oserror():
         # Starlette is an ASGI 3 app; its signature spells the scope as a plain mapping
         # where Hypercorn's spells out each kind of scope.
-        await serve(cast(ASGIFramework, app), config, task_status=_UrlStatus(task_status))
+        await serve(cast(ASGIFramework, app), config, shutdown_trigger=shutdown_trigger,
+                    task_status=_UrlStatus(task_status))
 
 
 class _UrlStatus(trio.TaskStatus[list[str]]):
@@ -78,7 +153,7 @@ class _UrlStatus(trio.TaskStatus[list[str]]):
 
 @contextmanager
 def _plain_oserror() -> Iterator[None]:
-    """A nursery group holding only OSErrors (a port in use) becomes its first OSError."""
+    """A nursery group holding only OSErrors becomes its first OSError."""
     try:
         yield
     except BaseExceptionGroup as group:
@@ -96,33 +171,53 @@ def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
             yield exc
 
 
-async def serve_play(host: str, port: int, recordings: Path,
+async def serve_play(host: str, port: int, recordings: Path, allow_hosts: Iterable[str] = (),
                      task_status: trio.TaskStatus[tuple[str, PlaySession]]
                      = trio.TASK_STATUS_IGNORED) -> None:
-    """``go19 play``: one session, a first human-vs-AI game, the page; until cancelled."""
-    with _plain_oserror():
-        async with trio.open_nursery() as nursery:
-            session = PlaySession(nursery, recordings)
-            url = await nursery.start(serve_app, play_app(session), host, port)
-            session.new_game()
-            task_status.started((url, session))
+    """``go19 play``: one session, a first human-vs-AI game, the page; until cancelled.
+    A port that cannot be bound raises OSError before the session starts."""
+    listener = bind_listener(host, port)
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, recordings)
+        app = play_app(session, trusted_hosts(host, allow_hosts))
+        url = await nursery.start(serve_app, app, listener)
+        session.new_game()
+        task_status.started((url, session))
 
 
-def watch_task(host: str, port: int, then: Callable[[Collector], Awaitable[None]] | None = None,
+def watch_task(listener: socket.socket, hosts: list[str], reports: Path | None = None,
+               then: Callable[[Collector], Awaitable[None]] | None = None,
                ) -> Callable[[Collector], Awaitable[None]]:
-    """A ``dashboard_factory`` for collect: serves the watch page beside ``then`` (the
-    terminal dashboard, if any) in the collect nursery. A port that cannot be bound is
-    reported as a run event; the run goes on without its page."""
+    """A ``dashboard_factory`` for collect: serves the watch page on ``listener`` (bound
+    before the run) beside ``then`` (the terminal dashboard, if any). When the run ends,
+    the pages are told so (with the report collect writes under ``reports``) before the
+    server stops."""
 
     async def run(collector: Collector) -> None:
+        feed = WatchFeed(WatchHub(collector), reports)
+        stop = trio.Event()
         async with trio.open_nursery() as nursery:
             if then is not None:
                 nursery.start_soon(then, collector)
+            nursery.start_soon(feed.run)
+            url = await nursery.start(_serve_shielded, watch_app(feed, hosts), listener,
+                                      stop)
+            collector.state.emit(events.WatchPage(url))
             try:
-                url = await nursery.start(serve_app, watch_app(WatchHub(collector)), host, port)
-            except OSError as exc:
-                collector.state.emit(WatchPage(f"{host}:{port}", str(exc.strerror or exc)))
-                return
-            collector.state.emit(WatchPage(url))
+                await trio.sleep_forever()
+            finally:  # the run is over (or cancelled): say so, then let the server go
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(SHUTDOWN_GRACE_S):
+                        await feed.finish()
+                    stop.set()
 
     return run
+
+
+async def _serve_shielded(app: Starlette, listener: socket.socket, stop: trio.Event,
+                          task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+                          ) -> None:
+    """The server outlives the run's cancellation until ``stop`` (its pages are told the
+    end first); Hypercorn's graceful shutdown then gives it a bounded second."""
+    with trio.CancelScope(shield=True):
+        await serve_app(app, listener, stop.wait, task_status=task_status)

@@ -1,17 +1,23 @@
 """The game behind ``go19 play``: the page's settings, which seats (:mod:`.seats`) sit
-in each of the five modes, one game task after another (auto-restart), the server rows
-and training mode.
+in each of the five modes, one game task after another (auto-restart, stop after N),
+the server rows and training mode.
 
 A game is refereed by collect's own :func:`play_game`, so legality, superko,
 scoring, clocks, fallbacks (timeout, cancelled, error, illegal reply: the heuristic
-AI plays the move, marked) and the recorded SGF are exactly collect's. The seats
-adapt the page to the :class:`Player` protocol: a human seat waits for a legal
-click (no clock), a VLM seat asks a GO19 server (the page's timeout is its clock,
-and "cancel VLM response" the referee's :meth:`LiveGame.cancel_request`).
+AI plays the move, marked), collect's ``void_after`` rule and the recorded SGF are
+exactly collect's. The seats adapt the page to the :class:`Player` protocol: a human
+seat waits for a legal click (no clock), a VLM seat asks a GO19 server (the page's
+timeout is its clock, and "cancel VLM response" the referee's
+:meth:`LiveGame.cancel_request`).
+
+The settings live here, not in the page: every tab shows them as they are (after a
+restart too), an edit in one tab is sent at once and shows in all, and what a new
+game would change is said ("new game to apply") until one starts.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,9 +26,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import trio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from orchestrator import __version__
+from orchestrator.collect.matchup import Fallback as FallbackRule
 from orchestrator.collect.recorder import journal_record, utc_stamp
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
 from orchestrator.collect.sgf_record import recorded_game_sgf
@@ -34,7 +49,7 @@ from orchestrator.files import atomic_write
 from orchestrator.players.address import check_host
 from orchestrator.players.base import RESIGN, Player
 from orchestrator.players.go19 import Go19Endpoint, format_address
-from orchestrator.recordings import PlayerMeta
+from orchestrator.recordings import VOID_DIR, PlayerMeta
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, RenderSettings, point_center
 from orchestrator.rules.game import Game
 from orchestrator.web import views
@@ -60,6 +75,8 @@ MODE_NAMES = {
     "vv": "VLM vs VLM",
 }
 MOVE_CAP = 722
+VOID_AFTER = FallbackRule.model_validate({}).void_after  # collect's: more fallbacks, void game
+ADAPTER_NAME = r"^[A-Za-z0-9_.:+-]*$"
 
 
 class PlaySettings(BaseModel):
@@ -73,10 +90,13 @@ class PlaySettings(BaseModel):
     port1: int = Field(5019, ge=1, le=65535)
     host2: str = Field("", max_length=253)
     port2: int | None = Field(None, ge=1, le=65535)
+    adapter1: str = Field("", max_length=64, pattern=ADAPTER_NAME)
+    adapter2: str = Field("", max_length=64, pattern=ADAPTER_NAME)
     timeout: float = Field(30.0, gt=0, le=3600)
     komi: float = Field(2.5, ge=0.0, le=30.5, multiple_of=0.5)
     training: bool = False
     auto_restart: bool = False
+    stop_after: int | None = Field(None, ge=1, le=100_000)  # auto-restart's game count
     auto_reconnect1: bool = False
     auto_reconnect2: bool = False
     image_px: int = DEFAULT_IMAGE_PX  # the side of the picture a VLM seat sends
@@ -90,16 +110,54 @@ class PlaySettings(BaseModel):
             raise ValueError(str(exc)) from None
         return value
 
+    @field_validator("host1", "host2", "adapter1", "adapter2", mode="before")
+    @classmethod
+    def _stripped(cls, value: object) -> object:
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("port2", "stop_after", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("host1", "host2")
     @classmethod
-    def _host(cls, value: str) -> str:
-        return check_host(value.strip()) if value.strip() else value  # host2 may be blank
+    def _host(cls, value: str, info: ValidationInfo) -> str:
+        if value or info.field_name == "host1":  # host2 may be blank: self-play
+            return check_host(value)  # an AddressError is a ValueError: one line
+        return value
+
+    @model_validator(mode="after")
+    def _two_names(self) -> PlaySettings:
+        if (self.mode == "vv" and self.adapter1 and self.adapter1 == self.adapter2
+                and self.server(1) != self.server(2)):
+            raise ValueError("servers 1 and 2 have the same adapter name: one name, one "
+                             "player (leave server 2 blank for self-play)")
+        return self
 
     def server(self, index: int) -> tuple[str, int]:
         """Server 2 left blank means self-play on server 1."""
-        if index == 2 and self.host2.strip():
-            return self.host2.strip(), self.port2 or self.port1
-        return self.host1.strip(), self.port1
+        if index == 2 and self.host2:
+            return self.host2, self.port2 or self.port1
+        return self.host1, self.port1
+
+    def adapter(self, index: int) -> str:
+        """The player's name on server ``index`` (server 2 blank: server 1's)."""
+        if index == 2 and self.host2:
+            return self.adapter2
+        return self.adapter1
+
+    def applies(self) -> list[tuple[str, object]]:
+        """What a new game takes from these settings, as (label, value) pairs: a change in
+        one of them waits for the next game."""
+        mode = self.mode
+        items: list[tuple[str, object]] = [("mode", MODE_NAMES[mode]), ("komi", f"{self.komi:g}")]
+        if mode in ("ha", "hv", "av"):
+            items.append(("AI colour" if mode == "av" else "your colour", self.color))
+        for index in (1, 2) if mode == "vv" else (1,) if mode in ("av", "hv") else ():
+            items.append((f"server {index}", format_address(self.server(index))))
+            items.append((f"adapter {index}", self.adapter(index) or "(none)"))
+        return items
 
 
 def settings_error(exc: ValidationError) -> str:
@@ -121,7 +179,9 @@ class PlaySession:
         self.run_id = f"play-{utc_stamp(time.time())}"
         self.checks = {i: ServerCheck(self.changed, partial(self._server_ok, i)) for i in (1, 2)}
         self.number = 0
-        self.finished = 0
+        self.finished = 0  # games finished (void ones apart)
+        self.void = 0
+        self.series = 0  # finished games since "new game": what "stop after N" counts
         self.live: LiveGame | None = None
         self.game_settings = self.settings
         self.marks: dict[int, str] = {}  # move index -> fallback reason
@@ -131,9 +191,12 @@ class PlaySession:
         self.saved: list[Path] = []
         self.waiting_human = False
         self.thinking: str | None = None
-        self.vlm_png: bytes | None = None
+        self.vlm_png: bytes | None = None  # the PNG of this game's last GO19 request
         self.vlm_png_version = 0
         self.clicks, self._clicks_in = self._new_clicks()
+        self._estimate: tuple[tuple[int, int], str] | None = None  # (game, move), line
+        self._refused = False  # the last settings edit was refused: its reason stays shown
+        self._snapshot: tuple[int, str] = (-1, "")
         self._endpoints: dict[int, Go19Endpoint] = {}
         self._games_scope: trio.CancelScope | None = None
         self._games_done: trio.Event | None = None
@@ -171,11 +234,17 @@ class PlaySession:
         self.changed()
 
     def _apply(self, raw: object) -> bool:
+        """The page sends what it changed; the rest stays as it is here."""
+        if not isinstance(raw, dict):
+            self.say("bad settings: expected an object", "error")
+            return False
         try:
-            settings = PlaySettings.model_validate(raw)
+            settings = PlaySettings.model_validate({**self.settings.model_dump(), **raw})
         except ValidationError as exc:
+            self._refused = True
             self.say(settings_error(exc), "error")
             return False
+        self._refused = False
         old, self.settings = self.settings, settings
         for i, check in self.checks.items():
             if settings.server(i) != old.server(i):
@@ -205,10 +274,11 @@ class PlaySession:
         self.changed()
 
     def on_event(self, event: Event) -> None:
-        """What the referee says about the game: fallbacks get their mark and a line."""
+        """What the referee says about the game: fallbacks get their mark and a line (a
+        cancelled response was asked for: news, not a fault)."""
         if isinstance(event, Fallback):
             self.marks[event.move - 1] = event.reason
-            self.say(fallback_status(event), "error")
+            self.say(fallback_status(event), "info" if event.reason == "cancelled" else "error")
 
     def server_failed(self, index: int, reason: str) -> None:
         host, port = self.game_settings.server(index)
@@ -222,11 +292,27 @@ class PlaySession:
         if endpoint is not None:
             endpoint.reset()
 
+    def pending(self) -> str:
+        """What the form says that the game on the board does not: it waits for a new game."""
+        if self.live is None:
+            return ""
+        now, then = dict(self.settings.applies()), dict(self.game_settings.applies())
+        changed = [f"{label} {value}" for label, value in now.items() if then.get(label) != value]
+        return f"new game to apply: {', '.join(changed)}" if changed else ""
+
+    def _estimate_line(self, game: Game) -> str:
+        """The estimate, once per move of a game however many pages look."""
+        key = (self.number, game.move_number)
+        if self._estimate is None or self._estimate[0] != key:
+            self._estimate = (key, views.estimate_line(game.board, game.komi))
+        return self._estimate[1]
+
     def snapshot(self) -> dict:
         live = self.live
         game = live.game if live is not None else Game(SIZE, self.settings.komi)
         marked = [m.point for i, m in enumerate(game.moves)
                   if i in self.marks and m.point != PASS and game.board[m.point] == m.color]
+        counted = self.outcome is not None and self.outcome.reason in views.COUNTED
         if self.outcome is not None:
             turn = self.end_text
         elif self.thinking:
@@ -235,18 +321,27 @@ class PlaySession:
             turn = f"{'Black' if game.to_play == BLACK else 'White'} to play: your move"
         else:
             turn = ""
+        settings = self.game_settings
+        series = ""
+        if settings.auto_restart and settings.stop_after:
+            series = f"{min(self.series + 1, settings.stop_after)} of {settings.stop_after}"
         return {
             "type": "play",
+            "board": views.board_info(SIZE),
             "settings": self.settings.model_dump(),
             "modes": MODE_NAMES,
+            "pending": self.pending(),
             "game": {
                 "number": self.number,
-                "mode": self.game_settings.mode,
+                "mode": settings.mode,
+                "series": series,
                 "black": live.spec.black if live else "",
                 "white": live.spec.white if live else "",
                 "stones": views.stones(game.board),
                 "move": game.move_number,
+                "moves": views.move_points(game),
                 "to_play": "black" if game.to_play == BLACK else "white",
+                "your_move": self.waiting_human and self.outcome is None,
                 "last": views.last_stone(game),
                 "last_pass": bool(game.moves) and game.moves[-1].point == PASS,
                 "fallbacks": marked,
@@ -254,16 +349,27 @@ class PlaySession:
                              "white": game.board.captures[WHITE]},
                 "over": self.outcome is not None,
                 "result": self.outcome.result if self.outcome else None,
+                "count": views.count_marks(game.board) if counted else None,
             },
             "turn": turn,
-            "estimate": views.estimate_line(game.board, game.komi),
+            "estimate": (views.count_line(game.board, game.komi) if counted
+                         else self._estimate_line(game)),
             "status": {"text": self.status[0], "level": self.status[1]},
             "servers": {i: {"label": c.label, "colour": c.color} for i, c in self.checks.items()},
             "vlm_png": self.vlm_png_version if self.vlm_png else None,
             "can_cancel": self.thinking is not None,
             "finished": self.finished,
-            "saved": [str(p) for p in self.saved[-3:]],
+            "void": self.void,
+            # Only while training mode is on: the line is about what it does.
+            "saved": str(self.saved[-1]) if self.saved and self.settings.training else "",
         }
+
+    def snapshot_text(self) -> str:
+        """The snapshot as JSON, built once per change and shared by every page."""
+        version = self.pulse.version
+        if self._snapshot[0] != version:
+            self._snapshot = (version, json.dumps(self.snapshot(), separators=(",", ":")))
+        return self._snapshot[1]
 
     # -- games --------------------------------------------------------------------
 
@@ -276,6 +382,7 @@ class PlaySession:
         once the old one has wound down (its seats must not touch the new game's state)."""
         if self._games_scope is not None:
             self._games_scope.cancel()
+        self.series = 0
         scope, done = trio.CancelScope(), trio.Event()
         previous, self._games_scope, self._games_done = self._games_done, scope, done
         self.nursery.start_soon(self._games, scope, done, previous)
@@ -288,7 +395,13 @@ class PlaySession:
                     await previous.wait()
                 while True:
                     await self._one_game()
-                    if not self.settings.auto_restart:
+                    settings = self.settings
+                    if not settings.auto_restart:
+                        break
+                    if settings.stop_after is not None and self.series >= settings.stop_after:
+                        self.say(f"auto-restart stopped after {self.series} game"
+                                 f"{'s' * (self.series != 1)} (stop after {settings.stop_after})",
+                                 "info")
                         break
         finally:
             done.set()
@@ -299,8 +412,10 @@ class PlaySession:
         self.marks = {}
         self.outcome = None
         self.end_text = ""
+        self.vlm_png = None  # "what the VLM sees" shows this game's requests only
         self.clicks, self._clicks_in = self._new_clicks()
-        self.say("", "info")
+        if not self._refused:  # a refused edit's reason outlives the game it did not shape
+            self.say("", "info")
         async with _open_endpoints(settings) as endpoints:
             self._endpoints = endpoints
             seats, meta = self._seats(settings, endpoints)
@@ -313,7 +428,7 @@ class PlaySession:
                 spec, self.number, {black.name: black, white.name: white},
                 RefereeSettings(size=SIZE, komi=settings.komi, move_cap=MOVE_CAP,
                                 # Only the VLM seats have a clock: the page's timeout.
-                                move_timeout_s=None, void_after=MOVE_CAP,
+                                move_timeout_s=None, void_after=VOID_AFTER,
                                 fallback_level=AI_LEVEL,
                                 clocks={seat.name: settings.timeout for seat in seats.values()
                                         if isinstance(seat, VlmSeat)}),
@@ -321,8 +436,13 @@ class PlaySession:
             )
         self._endpoints = {}
         self.outcome = outcome
-        self.finished += 1
-        self.end_text = views.end_line(outcome.result, outcome.reason, live.game)
+        if outcome.void:
+            self.void += 1
+            self.end_text = _void_text(outcome)
+        else:
+            self.finished += 1
+            self.series += 1
+            self.end_text = views.end_line(outcome.result, outcome.reason, live.game)
         self.changed()
         if self.settings.training:  # as the checkbox stands when the game ends
             try:
@@ -332,7 +452,8 @@ class PlaySession:
                          f"{exc.strerror or exc}", "error")
             else:
                 self.saved.append(path)
-                self.say(f"saved {path}", "info")
+                self.say(f"void game kept apart: {path}" if outcome.void else f"saved {path}",
+                         "info")
 
     def _seats(self, settings: PlaySettings, endpoints: dict[int, Go19Endpoint]
                ) -> tuple[dict[int, Player], dict[str, PlayerMeta]]:
@@ -354,8 +475,10 @@ class PlaySession:
 
         def vlm(index: int) -> VlmSeat:
             where = format_address(settings.server(index))
-            name = f"vlm-{where}"
-            meta[name] = PlayerMeta(kind="go19", replicas=[where], render=render)
+            adapter = settings.adapter(index)
+            name = adapter or f"vlm-{where}"
+            meta[name] = PlayerMeta(kind="go19", adapter=adapter or None, endpoint=where,
+                                    render=render)
             return VlmSeat(self, index, endpoints[index], name, render)
 
         seats: dict[int, Player]
@@ -374,18 +497,28 @@ class PlaySession:
         return seats, meta
 
     def _save(self, outcome: RefereedGame, meta: dict[str, PlayerMeta]) -> Path:
-        """Training mode: the finished game as collect records it, in recordings/, named
-        as collect names a game (``baduk-<stamp>-<game>.sgf``, as its record says)."""
-        self.recordings.mkdir(parents=True, exist_ok=True)
+        """Training mode: the finished game as collect records it, in recordings/ (a void
+        one in recordings/void/, as in a run folder), named as collect names a game
+        (``baduk-<stamp>-<game>.sgf``, as its record says)."""
+        folder = self.recordings / VOID_DIR if outcome.void else self.recordings
+        folder.mkdir(parents=True, exist_ok=True)
         record = journal_record(outcome, self.run_id, meta)
         stem = f"baduk-{utc_stamp(outcome.finished)}-{outcome.number:05d}"
-        path = self.recordings / f"{stem}.sgf"
+        path = folder / f"{stem}.sgf"
         suffix = 1
         while path.exists():  # another go19 play, the same second and game number
             suffix += 1
-            path = self.recordings / f"{stem}-{suffix}.sgf"
+            path = folder / f"{stem}-{suffix}.sgf"
         atomic_write(path, recorded_game_sgf(outcome, record, __version__))
         return path
+
+
+def _void_text(outcome: RefereedGame) -> str:
+    """Why a game is void, as collect's rule has it."""
+    worst, count = max(((name, sum(c.values())) for name, c in outcome.fallbacks.items()),
+                       key=lambda item: item[1])
+    return (f"Game void: {worst} needed {count} fallbacks (more than void_after = "
+            f"{VOID_AFTER}, collect's rule); not saved with the finished games")
 
 
 @asynccontextmanager

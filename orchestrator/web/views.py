@@ -1,18 +1,32 @@
-"""What the page draws, as plain JSON-ready values: the stones of a board, the
-seed client's one-line estimate, and the end-of-game line."""
+"""What the page draws, as plain JSON-ready values: the stones of a board, the moves
+that put them there, the seed client's one-line estimate, and at the end the referee's
+area count, point by point, for the board to mark."""
 
 from __future__ import annotations
 
-from orchestrator.coords import PASS
+from orchestrator.color import BLACK, WHITE
+from orchestrator.coords import GTP_COLUMNS, PASS
 from orchestrator.rules.board import Board
 from orchestrator.rules.estimate import estimate
 from orchestrator.rules.game import Game
-from orchestrator.rules.scoring import tromp_taylor
+from orchestrator.rules.scoring import empty_regions, tromp_taylor
+
+COUNTED = ("two-passes", "move-cap")  # the game ends counted (not resigned, not void)
+
+
+def board_info(size: int) -> dict:
+    """What the page needs to draw a board: its size and the GTP column letters."""
+    return {"size": size, "columns": GTP_COLUMNS[:size]}
 
 
 def stones(board: Board) -> str:
     """One character per point, row 0 (the top) first: 0 empty, 1 black, 2 white."""
     return "".join(map(str, board.stones))
+
+
+def move_points(game: Game) -> list[int | None]:
+    """Each move's point (None for a pass), for the page's move numbers."""
+    return [None if m.point == PASS else m.point for m in game.moves]
 
 
 def lead(margin: float) -> str:
@@ -33,10 +47,35 @@ def estimate_line(board: Board, komi: float) -> str:
     )
 
 
+def count_marks(board: Board) -> dict:
+    """The referee's area count point by point (Tromp-Taylor): the empty points that count
+    for Black and for White, the dame (empty points reaching both colours, or none), and
+    the stones the count removed (none: every stone on the board counts for its owner)."""
+    marks: dict[str, list[int]] = {"black": [], "white": [], "dame": [], "dead": []}
+    owners = {1: "black", 2: "white"}  # the regions' border bitmask: 3 both, 0 none
+    regions = empty_regions(board)
+    for points, borders in zip(regions.points, regions.borders, strict=True):
+        marks[owners.get(borders, "dame")].extend(points)
+    for points in marks.values():
+        points.sort()
+    return marks
+
+
+def count_line(board: Board, komi: float) -> str:
+    """The estimate line's place once the game is counted: the referee's own count."""
+    area = tromp_taylor(board, komi)
+    marks = count_marks(board)
+    return (
+        f"Area count B {area.black} vs W {area.white + komi:g} (komi {komi:g}) — "
+        f"{lead(area.margin)} | stones {board.stone_count(BLACK)}/{board.stone_count(WHITE)}"
+        f" · area {len(marks['black'])}/{len(marks['white'])} · dame {len(marks['dame'])}"
+    )
+
+
 def end_line(result: str, reason: str, game: Game) -> str:
     """The result, why the game ended and, when it was counted, the area count."""
     text = f"Game over: {result} ({reason})"
-    if reason in ("two-passes", "move-cap"):
+    if reason in COUNTED:
         area = tromp_taylor(game.board, game.komi)
         text += (f" — area count B {area.black} vs W {area.white} + komi {game.komi:g} "
                  f"= {area.white + game.komi:g}")

@@ -33,6 +33,11 @@ GOOD = ["localhost", "127.0.0.1", "::1", "[::1]", "gpu-1.lab.example", "gpu_1", 
         "fe80::1%eth0", "bücher.example", "x" * 63 + ".example"]
 
 
+def test_ipv4_shorthands_are_spelt_out_as_the_resolver_reads_them() -> None:
+    assert check_host("127.1") == "127.0.0.1"
+    assert check_host("10.0.256") == "10.0.1.0"
+
+
 @pytest.mark.parametrize("host", list(BAD))
 def test_bad_hosts_are_one_line_naming_them(host: str) -> None:
     with pytest.raises(AddressError, match=BAD[host]) as caught:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 
@@ -29,9 +30,9 @@ def configure(driver, mode: str, **fields) -> None:
         elif element.get_attribute("type") == "checkbox":
             if element.is_selected() != value:
                 element.click()
-        else:
-            element.clear()
-            element.send_keys(str(value))
+        else:  # as a person does: select what is there and type over it
+            element.send_keys(Keys.CONTROL, "a")
+            element.send_keys(str(value) if str(value) else Keys.BACKSPACE)
 
 
 def point_offset(driver, vertex: str) -> tuple[int, int]:

@@ -170,7 +170,8 @@ async def test_cancel_vlm_response_lets_the_local_ai_play_marked(tmp_path):
         session.handle({"type": "cancel"})
         await until(session, lambda: session.live.game.move_number == 2 and session.waiting_human)
         assert session.marks == {1: "cancelled"}
-        assert "fallback: vlm-127.0.0.1:" in session.status[0]
+        assert session.status == (f"vlm-127.0.0.1:{port}'s response cancelled — the local AI "
+                                   "played move 2", "info")
         session.handle({"type": "resign"})
         await until(session, lambda: bool(session.saved))
         assert read_games(session.saved[0].read_bytes())[0].moves[1].source == "fallback:cancelled"
@@ -323,3 +324,32 @@ async def test_the_watch_page_counts_the_referees_fallback_events():
     assert hub.fallbacks == {7: 3}  # moves 1, 3 and 5: Black's
     # After each event: a fallback, its move, White's move; three times.
     assert seen_live == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+
+
+async def test_a_training_game_whose_vlm_is_down_is_void_and_kept_apart(tmp_path):
+    """collect's void_after rule (issue 21): a side with more fallbacks than that voids the
+    game, and a void training game is not saved with the finished ones."""
+    from orchestrator.collect.matchup import Fallback
+
+    void_after = Fallback().void_after
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(mode="hv", port1=free_port())})
+        far_apart = iter(range(0, 361, 2))
+        for n in range(void_after + 5):  # the human is Black: its turn after 2n moves
+            await until(session, lambda n=n: session.outcome is not None or (
+                session.waiting_human and session.live.game.move_number == 2 * n))
+            if session.outcome is not None:
+                break
+            board = session.live.game.board
+            session.handle({"type": "click",
+                            "point": next(p for p in far_apart if board[p] == 0)})
+        await until(session, lambda: session.outcome is not None and bool(session.saved))
+        assert session.outcome.void and session.outcome.fallbacks[
+            session.live.spec.white]["connection"] == void_after + 1
+        assert "void" in session.snapshot()["turn"]
+        assert not list(tmp_path.glob("*.sgf"))
+        (kept,) = session.saved
+        assert kept.parent == tmp_path / "void"
+        assert read_games(kept.read_bytes())[0].result == "Void"
+        nursery.cancel_scope.cancel()

@@ -9,13 +9,16 @@ import subprocess
 import sys
 from functools import partial
 
+import pytest
 import trio
 
 from tests.web.harness import board_after, skip_without_browser, wait_for
 
 skip_without_browser()
 
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
@@ -102,6 +105,9 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
                 break
         assert url, "collect never announced its watch page"
         driver.get(url)
+        # The page opens on the newest game in flight, without a click.
+        wait_for(driver, lambda d: d.find_element(By.ID, "game-line").text.startswith(
+            "game 1 (live)"), "the page did not open on the game in flight")
         row = wait_for(driver, lambda d: d.find_elements(
             By.CSS_SELECTOR, '#live-games tr[data-game="1"]'), "game 1 never listed")
         row[0].click()
@@ -111,8 +117,7 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
                  "the page never showed the held position")
         live = drawn_stones(driver)
         assert live.count("1") + live.count("2") > 0
-        headline = driver.find_element(By.ID, "wld").text
-        assert headline == "gated vs ai: 0–0–0 (W–L–D)"
+        assert driver.find_element(By.ID, "verdict").text == "gated vs ai: no rated games yet"
 
         loop.call(engine.release_move.set)  # game 1 plays out; game 2 holds at its start
         row = wait_for(driver, lambda d: d.find_elements(
@@ -127,16 +132,27 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
         wait_for(driver, lambda d: d.find_element(By.ID, "board").get_attribute("data-move")
                  == str(moves))
         assert drawn_stones(driver) == live
+        # The estimate of the position the replay rests on, from the server.
+        wait_for(driver, lambda d: d.find_element(By.ID, "estimate").text.startswith(
+            "Estimate B "), "no estimate for the replayed position")
+
+        # The keyboard steps through it as the slider does.
+        total = len(game.moves)
+        body = driver.find_element(By.TAG_NAME, "body")
+        for key, expected in ((Keys.HOME, 0), (Keys.ARROW_RIGHT, 1), (Keys.ARROW_RIGHT, 2),
+                              (Keys.ARROW_LEFT, 1), (Keys.END, total)):
+            ActionChains(driver).send_keys_to_element(body, key).perform()
+            wait_for(driver, lambda d, n=expected: d.find_element(By.ID, "slider-label").text
+                     .startswith(f"move {n} of {total}"), f"{key!r} did not show move {expected}")
 
         # The referee's board at that move, from the recording: what the page showed live.
         at_move = read_games(next(recordings.glob("*/baduk-*.sgf")).read_bytes())[0]
         assert board_after(at_move, moves) == live
-        wait_for(driver, lambda d: "1–0–0" in d.find_element(By.ID, "wld").text
-                 or "0–1–0" in d.find_element(By.ID, "wld").text
-                 or "0–0–1" in d.find_element(By.ID, "wld").text)
+        wait_for(driver, lambda d: any(wld in d.find_element(By.ID, "verdict").text
+                                       for wld in ("1–0–0", "0–1–0", "0–0–1")))
         # The terminal dashboard's verdict line: after one decisive game the Elo is
         # infinite, written as the dashboard writes it, never Python's "inf".
-        verdict = driver.find_element(By.ID, "elo").text
+        verdict = driver.find_element(By.ID, "verdict").text
         assert verdict.startswith("gated vs ai: ") and " Elo " in verdict, verdict
         assert "inf" not in verdict and ("+∞" in verdict or "−∞" in verdict or
                                          "1–0–0" not in verdict and "0–1–0" not in verdict)
@@ -144,3 +160,87 @@ def test_collect_web_shows_the_referees_board_live_and_replays_it(loop, driver, 
         collect.send_signal(signal.SIGINT)
         loop.call(engine.release_game2.set)
         collect.communicate(timeout=60)
+
+
+# -- the end of a run and its one verdict line (issue 26, bugs 4 and 5) ------------------------
+
+SHORT_RUN = """
+[run]
+name = "short"
+seed = 8
+
+[players.strong]
+kind = "go19"
+replicas = ["127.0.0.1:{port}"]
+
+[players.weak]
+kind = "heuristic"
+level = 0
+seed = 2
+
+[pairing]
+black = "strong"
+white = "weak"
+
+[game]
+move_cap = 40
+concurrency = 2
+
+[stop.sprt]
+elo0 = 0
+elo1 = 50
+"""
+
+
+@pytest.fixture(scope="module")
+def ended_run(loop, driver, tmp_path_factory):
+    """A 4-game collect watched from its first game until it has exited."""
+    tmp = tmp_path_factory.mktemp("short")
+    port, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=6), "127.0.0.1", 0))
+    matchup = tmp / "short.toml"
+    matchup.write_text(SHORT_RUN.format(port=port))
+    collect = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "collect", "--matchup", str(matchup),
+         "--games", "4", "--recordings", str(tmp / "rec"), "--reports", str(tmp / "reports"),
+         "--no-dashboard", "--web", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = next(line.split("watch page: ")[1].strip() for line in collect.stdout
+               if "watch page: " in line)
+    driver.get(url)
+    wait_for(driver, lambda d: "watch" in d.find_element(By.TAG_NAME, "body")
+             .get_attribute("class"))
+    collect.communicate(timeout=120)
+    assert collect.returncode == 0
+    (run_dir,) = (tmp / "rec").iterdir()
+    return run_dir, tmp / "reports" / run_dir.name
+
+
+def test_the_watch_page_shows_the_end_of_the_run(ended_run, driver):
+    run_dir, report = ended_run
+    over = wait_for(driver, lambda d: d.find_elements(By.ID, "over") and
+                    d.find_element(By.ID, "over").text, "the page never said the run is over")
+    assert over.startswith("run over: 4/4 games"), over
+    assert "retrying" not in driver.find_element(By.ID, "link-state").text
+    link = driver.find_element(By.CSS_SELECTOR, "#over a")
+    assert link.text == str(report / "report.html")
+    assert (report / "report.html").is_file()
+    assert driver.find_element(By.ID, "progress").text.startswith("4/4 games")
+
+
+def test_the_watch_headline_is_the_dashboards_one_verdict_line(ended_run, driver):
+    run_dir, _ = ended_run
+    from orchestrator.collect.matchup import Sprt
+    from orchestrator.collect.standings import verdict_text
+    from orchestrator.collect.state import RunState
+    from orchestrator.collect.stopping import head_to_head_live
+    from orchestrator.recordings import read_journal
+
+    records = read_journal(run_dir / "games.jsonl").records
+    h = head_to_head_live(records, "strong", "weak", Sprt(elo0=0, elo1=50))
+    expected = verdict_text(h, RunState(run_dir.name, 4, ["strong", "weak"])).plain
+    wait_for(driver, lambda d: d.find_elements(By.ID, "verdict")
+             and d.find_element(By.ID, "verdict").text == expected,
+             f"no verdict line {expected!r}")
+    header = driver.find_element(By.TAG_NAME, "header").text
+    assert header.count("strong vs weak") == 1, header
+    assert header.count("LLR") == 1, header
