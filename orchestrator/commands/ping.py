@@ -19,9 +19,8 @@ from orchestrator.players.address import (
     parse_base_url,
     parse_hostport,
 )
-from orchestrator.players.base import PlayerError
 from orchestrator.players.openai import api_key_from_env
-from orchestrator.players.openai_http import list_models, model_missing
+from orchestrator.players.openai_http import check_model
 from orchestrator.players.ping import Result, ping_once, ping_text
 
 Endpoint = tuple[str, int] | BaseUrl
@@ -65,25 +64,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-async def list_once(url: BaseUrl, model: str | None, api_key: str | None,
-                    timeout: float) -> tuple[Result, list[str]]:
-    """(ok, reason, ms) of one model list, and the names listed (shown without --model)."""
-    where = str(url)
-    start = trio.current_time()
-    try:
-        names = await list_models(where, api_key=api_key, timeout=timeout)
-    except PlayerError as exc:
-        reason = str(exc).removeprefix(f"{where}: ")
-        return (False, reason, (trio.current_time() - start) * 1000), []
-    ms = (trio.current_time() - start) * 1000
-    if model is None:
-        return (True, f"{len(names)} model{'' if len(names) == 1 else 's'}", ms), names
-    missing = model_missing(model, where, names)
-    if missing is not None:
-        return (False, missing.removeprefix(f"{where}: "), ms), []
-    return (True, f"serves {model}", ms), []
-
-
 async def check_all(addresses: list[Endpoint], timeout: float, model: str | None = None,
                     api_key: str | None = None) -> list[tuple[Result, list[str]]]:
     results: list[tuple[Result, list[str]]] = [((False, "not checked", 0.0), [])] * len(
@@ -92,7 +72,9 @@ async def check_all(addresses: list[Endpoint], timeout: float, model: str | None
     async def one(i: int) -> None:
         address = addresses[i]
         if isinstance(address, BaseUrl):
-            results[i] = await list_once(address, model, api_key, timeout)
+            ok, reason, ms, names = await check_model(str(address), model, api_key=api_key,
+                                                      timeout=timeout)
+            results[i] = (ok, reason, ms), names
         else:
             results[i] = await ping_once(address, timeout), []
 

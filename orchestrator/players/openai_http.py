@@ -26,7 +26,12 @@ from contextlib import contextmanager
 import httpx2 as httpx
 import trio
 
-from orchestrator.players.base import ConnectionFailed, ProtocolViolation, RefusedMove
+from orchestrator.players.base import (
+    ConnectionFailed,
+    PlayerError,
+    ProtocolViolation,
+    RefusedMove,
+)
 from orchestrator.players.connection import describe as socket_reason
 from orchestrator.players.openai_wire import BadCompletion, error_message, model_names
 
@@ -146,6 +151,26 @@ async def list_models(base_url: str, *, api_key: str | None = None,
         with trio.move_on_after(timeout):
             return await fetch_models(transport, base_url, request_headers(api_key), timeout)
     raise ConnectionFailed(f"{base_url}: no answer within {timeout:g} s")
+
+
+async def check_model(base_url: str, model: str | None, *, api_key: str | None = None,
+                      timeout: float = 5.0) -> tuple[bool, str, float, list[str]]:
+    """One model list as a check (``go19 ping``, the play page's server rows): ok, what
+    it says (the failure, ``serves MODEL``, or without ``model`` how many it lists), the
+    milliseconds, and without ``model`` the names listed."""
+    start = trio.current_time()
+    try:
+        names = await list_models(base_url, api_key=api_key, timeout=timeout)
+    except PlayerError as exc:
+        reason = str(exc).removeprefix(f"{base_url}: ")
+        return False, reason, (trio.current_time() - start) * 1000, []
+    ms = (trio.current_time() - start) * 1000
+    if model is None:
+        return True, f"{len(names)} model{'' if len(names) == 1 else 's'}", ms, names
+    missing = model_missing(model, base_url, names)
+    if missing is not None:
+        return False, missing.removeprefix(f"{base_url}: "), ms, []
+    return True, f"serves {model}", ms, []
 
 
 def model_missing(model: str, where: str, names: list[str]) -> str | None:

@@ -46,14 +46,16 @@ from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.events import Event, Fallback
 from orchestrator.files import atomic_write
-from orchestrator.players.address import check_host
+from orchestrator.players.address import check_host, parse_base_url
 from orchestrator.players.base import RESIGN, Player
-from orchestrator.players.go19 import Go19Endpoint, format_address
+from orchestrator.players.go19 import Go19Endpoint
+from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlayer
+from orchestrator.prompt import read_template
 from orchestrator.recordings import VOID_DIR, PlayerMeta
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, RenderSettings, point_center
 from orchestrator.rules.game import Game
 from orchestrator.web import views
-from orchestrator.web.connection import ServerCheck
+from orchestrator.web.connection import ServerCheck, is_base_url, row_address
 from orchestrator.web.pulse import Pulse
 from orchestrator.web.seats import (
     AI_LEVEL,
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # what play_game returns, only named in annotations
     from orchestrator.collect.referee import RefereedGame
 
 Mode = Literal["hh", "ha", "av", "hv", "vv"]
+Endpoint = Go19Endpoint | OpenAIEndpoint
 MODE_NAMES = {
     "hh": "human vs human",
     "ha": "human vs AI",
@@ -77,6 +80,7 @@ MODE_NAMES = {
 MOVE_CAP = 722
 VOID_AFTER = FallbackRule.model_validate({}).void_after  # collect's: more fallbacks, void game
 ADAPTER_NAME = r"^[A-Za-z0-9_.:+-]*$"
+MODEL_NAME = r"^[A-Za-z0-9_.:/@+-]*$"  # vLLM's LoRA names, SGLang's BASE:ADAPTER
 
 
 class PlaySettings(BaseModel):
@@ -92,6 +96,9 @@ class PlaySettings(BaseModel):
     port2: int | None = Field(None, ge=1, le=65535)
     adapter1: str = Field("", max_length=64, pattern=ADAPTER_NAME)
     adapter2: str = Field("", max_length=64, pattern=ADAPTER_NAME)
+    # A row whose host is an OpenAI-compatible base URL (its port is the URL's) asks this.
+    model1: str = Field("", max_length=200, pattern=MODEL_NAME)
+    model2: str = Field("", max_length=200, pattern=MODEL_NAME)
     timeout: float = Field(30.0, gt=0, le=3600)
     komi: float = Field(2.5, ge=0.0, le=30.5, multiple_of=0.5)
     training: bool = False
@@ -110,7 +117,8 @@ class PlaySettings(BaseModel):
             raise ValueError(str(exc)) from None
         return value
 
-    @field_validator("host1", "host2", "adapter1", "adapter2", mode="before")
+    @field_validator("host1", "host2", "adapter1", "adapter2", "model1", "model2",
+                     mode="before")
     @classmethod
     def _stripped(cls, value: object) -> object:
         return value.strip() if isinstance(value, str) else value
@@ -123,14 +131,16 @@ class PlaySettings(BaseModel):
     @field_validator("host1", "host2")
     @classmethod
     def _host(cls, value: str, info: ValidationInfo) -> str:
+        if is_base_url(value):
+            return str(parse_base_url(value))  # an AddressError is a ValueError: one line
         if value or info.field_name == "host1":  # host2 may be blank: self-play
-            return check_host(value)  # an AddressError is a ValueError: one line
+            return check_host(value)
         return value
 
     @model_validator(mode="after")
     def _two_names(self) -> PlaySettings:
         if (self.mode == "vv" and self.adapter1 and self.adapter1 == self.adapter2
-                and self.server(1) != self.server(2)):
+                and self.row(1) != self.row(2)):
             raise ValueError("servers 1 and 2 have the same adapter name: one name, one "
                              "player (leave server 2 blank for self-play)")
         return self
@@ -147,6 +157,31 @@ class PlaySettings(BaseModel):
             return self.adapter2
         return self.adapter1
 
+    def model(self, index: int) -> str:
+        """The model an OpenAI row asks for (server 2 blank: server 1's)."""
+        return self.model2 if index == 2 and self.host2 else self.model1
+
+    def is_openai(self, index: int) -> bool:
+        return is_base_url(self.server(index)[0])
+
+    def where(self, index: int) -> str:
+        """Server ``index`` in words: its base URL or ``host:port``."""
+        return row_address(*self.server(index))
+
+    def row(self, index: int) -> tuple[str, int, str]:
+        """What makes a row's player: its server and, for a base URL, its model."""
+        return (*self.server(index), self.model(index) if self.is_openai(index) else "")
+
+    def missing_model(self) -> str | None:
+        """Why a game cannot start yet: a base URL row the game uses names no model (a
+        check, in the form, while typing: the row's check lists the models served)."""
+        used = (1, 2) if self.mode == "vv" else (1,) if self.mode in ("av", "hv") else ()
+        for index in used:
+            if self.is_openai(index) and not self.model(index):
+                return (f"server {index} is an OpenAI base URL: give the model it serves "
+                        "(vLLM: the --lora-modules name; check connection lists them)")
+        return None
+
     def applies(self) -> list[tuple[str, object]]:
         """What a new game takes from these settings, as (label, value) pairs: a change in
         one of them waits for the next game."""
@@ -155,7 +190,9 @@ class PlaySettings(BaseModel):
         if mode in ("ha", "hv", "av"):
             items.append(("AI colour" if mode == "av" else "your colour", self.color))
         for index in (1, 2) if mode == "vv" else (1,) if mode in ("av", "hv") else ():
-            items.append((f"server {index}", format_address(self.server(index))))
+            items.append((f"server {index}", self.where(index)))
+            if self.is_openai(index):
+                items.append((f"model {index}", self.model(index)))
             items.append((f"adapter {index}", self.adapter(index) or "(none)"))
         return items
 
@@ -197,7 +234,7 @@ class PlaySession:
         self._estimate: tuple[tuple[int, int], str] | None = None  # (game, move), line
         self._refused = False  # the last settings edit was refused: its reason stays shown
         self._snapshot: tuple[int, str] = (-1, "")
-        self._endpoints: dict[int, Go19Endpoint] = {}
+        self._endpoints: dict[int, Endpoint] = {}
         self._games_scope: trio.CancelScope | None = None
         self._games_done: trio.Event | None = None
 
@@ -209,7 +246,11 @@ class PlaySession:
         if "settings" in message and not self._apply(message["settings"]):
             return
         if kind == "new":
-            self.new_game()
+            problem = self.settings.missing_model()
+            if problem is not None:
+                self.say(problem, "error")
+            else:
+                self.new_game()
         elif kind == "click":
             point = message.get("point")
             if type(point) is not int or not 0 <= point < SIZE * SIZE:  # JSON true is no point
@@ -228,7 +269,8 @@ class PlaySession:
             if index in (1, 2):
                 host, port = self.settings.server(index)
                 auto = getattr(self.settings, f"auto_reconnect{index}")
-                self.checks[index].check(self.nursery, host, port, self.settings.timeout, auto)
+                self.checks[index].check(self.nursery, host, port, self.settings.timeout, auto,
+                                         self.settings.model(index))
         elif kind != "settings":
             self.say(f"unknown request {kind!r}", "error")
         self.changed()
@@ -247,7 +289,7 @@ class PlaySession:
         self._refused = False
         old, self.settings = self.settings, settings
         for i, check in self.checks.items():
-            if settings.server(i) != old.server(i):
+            if settings.row(i) != old.row(i):
                 check.forget()  # the label spoke of another address
             elif not getattr(settings, f"auto_reconnect{i}"):
                 check.stop()
@@ -281,11 +323,12 @@ class PlaySession:
             self.say(fallback_status(event), "info" if event.reason == "cancelled" else "error")
 
     def server_failed(self, index: int, reason: str) -> None:
-        host, port = self.game_settings.server(index)
+        settings = self.game_settings
+        host, port = settings.server(index)
         auto = getattr(self.settings, f"auto_reconnect{index}")
         self.checks[index].failed(self.nursery, host, port,
-                                  reason.removeprefix(f"{format_address((host, port))}: "),
-                                  self.settings.timeout, auto)
+                                  reason.removeprefix(f"{settings.where(index)}: "),
+                                  self.settings.timeout, auto, settings.model(index))
 
     def _server_ok(self, index: int) -> None:
         endpoint = self._endpoints.get(index)
@@ -455,7 +498,7 @@ class PlaySession:
                 self.say(f"void game kept apart: {path}" if outcome.void else f"saved {path}",
                          "info")
 
-    def _seats(self, settings: PlaySettings, endpoints: dict[int, Go19Endpoint]
+    def _seats(self, settings: PlaySettings, endpoints: dict[int, Endpoint]
                ) -> tuple[dict[int, Player], dict[str, PlayerMeta]]:
         mode = settings.mode
         mine = BLACK if settings.color == "black" else WHITE
@@ -474,12 +517,22 @@ class PlaySession:
             return AiSeat(self, "heuristic-ai", seed)
 
         def vlm(index: int) -> VlmSeat:
-            where = format_address(settings.server(index))
+            where = settings.where(index)
             adapter = settings.adapter(index)
+            endpoint = endpoints[index]
+            if isinstance(endpoint, OpenAIEndpoint):
+                name = adapter or settings.model(index)
+                ask = AskSettings(model=settings.model(index), template=read_template(None),
+                                  render=render)
+                meta[name] = PlayerMeta(kind="openai", adapter=adapter or None,
+                                        model=ask.model, endpoint=where, replicas=[where],
+                                        render=render, prompt_sha256=ask.template_sha256,
+                                        answer=ask.answer)
+                return VlmSeat(self, index, OpenAIPlayer(endpoint, ask, name), name, render)
             name = adapter or f"vlm-{where}"
             meta[name] = PlayerMeta(kind="go19", adapter=adapter or None, endpoint=where,
                                     render=render)
-            return VlmSeat(self, index, endpoints[index], name, render)
+            return VlmSeat(self, index, endpoint, name, render)
 
         seats: dict[int, Player]
         if mode == "hh":
@@ -522,20 +575,25 @@ def _void_text(outcome: RefereedGame) -> str:
 
 
 @asynccontextmanager
-async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Go19Endpoint]]:
-    """The game's GO19 endpoints (server 1, and server 2 when it differs), closed after."""
-    endpoints: dict[int, Go19Endpoint] = {}
+async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Endpoint]]:
+    """The game's endpoints, GO19 or OpenAI-compatible (server 1, and server 2 when it
+    differs), closed after."""
+    endpoints: dict[int, Endpoint] = {}
     if settings.mode in ("av", "hv", "vv"):
         # No backoff in the game: a move the server cannot answer falls back at once, and
         # the next move tries again; the server row's auto-reconnect does the waiting.
-        def open_one(index: int) -> Go19Endpoint:
-            return Go19Endpoint([settings.server(index)],
-                                connect_timeout=min(settings.timeout, 5.0), backoff_step=0.0,
-                                backoff_cap=0.0, max_failures=MOVE_CAP + 1)
+        def open_one(index: int) -> Endpoint:
+            connect = min(settings.timeout, 5.0)
+            if settings.is_openai(index):
+                return OpenAIEndpoint([settings.where(index)], settings.model(index),
+                                      connect_timeout=connect, backoff_step=0.0,
+                                      backoff_cap=0.0, max_failures=MOVE_CAP + 1)
+            return Go19Endpoint([settings.server(index)], connect_timeout=connect,
+                                backoff_step=0.0, backoff_cap=0.0, max_failures=MOVE_CAP + 1)
 
         endpoints[1] = open_one(1)
         if settings.mode == "vv":
-            same = settings.server(2) == settings.server(1)
+            same = settings.row(2) == settings.row(1)
             endpoints[2] = endpoints[1] if same else open_one(2)
     try:
         yield endpoints
