@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
 
 import trio
 
@@ -142,6 +142,19 @@ class AnsweringPlayer(Protocol):
     async def answer(self, game: Game, game_number: int) -> OpenAIAnswer: ...
 
 
+_ANSWERS: dict[type, bool] = {}
+
+
+def _answers(player: Player) -> TypeGuard[AnsweringPlayer]:
+    """``isinstance(player, AnsweringPlayer)``, asked once per class: a runtime protocol
+    check costs microseconds on every move."""
+    kind = type(player)
+    known = _ANSWERS.get(kind)
+    if known is None:
+        known = _ANSWERS[kind] = isinstance(player, AnsweringPlayer)
+    return known
+
+
 async def ask(
     player: Player, game: Game, timeout_s: float | None,
     on_error: Callable[[Exception], None], live: LiveGame | None = None,
@@ -164,7 +177,7 @@ async def ask(
         if live is not None:
             live._request = request
         try:
-            if isinstance(player, AnsweringPlayer):
+            if _answers(player):
                 said = await player.answer(game, number)
                 point, details = said.point, said.details
                 if said.fault is not None:
