@@ -18,7 +18,7 @@ from orchestrator.vlm.engine import VlmEngine
 from orchestrator.vlm.jobs import Sampling
 from orchestrator.vlm.openai_app import Defaults, ServedModel, openai_app
 from orchestrator.vlm.stats import ServeStats
-from orchestrator.web.server import serve_app
+from orchestrator.web.server import bind_listener, serve_app
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,8 @@ async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[Ser
                 address = _address(*options.openai)
                 app = openai_app(batcher, models,
                                  Defaults(options.max_new_tokens, options.temperature))
-                url = (await nursery.start(serve_app, app, *options.openai)).rstrip("/") + "/v1"
+                listener = bind_listener(*options.openai)  # a port in use: OSError here
+                url = (await nursery.start(serve_app, app, listener)).rstrip("/") + "/v1"
         except OSError as exc:
             failure = ListenError(f"cannot listen on {address}: {exc.strerror or exc}")
             nursery.cancel_scope.cancel()
