@@ -5,13 +5,19 @@ tokens and what the model said (the tests with a real model are tests/vlm's)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sgfmill.sgf
 import trio
+from rich.console import Console
 
+from orchestrator.collect.dashboard import Dashboard
 from orchestrator.collect.matchup import MatchupError, OpenAIPlayerSpec, load_matchup
 from orchestrator.collect.preflight import (
     EndpointsUnreachable,
@@ -19,6 +25,7 @@ from orchestrator.collect.preflight import (
     check_endpoints,
 )
 from orchestrator.collect.run import CollectOptions, collect
+from orchestrator.events import GameRecorded
 from orchestrator.players.openai_wire import request_seed
 from orchestrator.recordings import JOURNAL, read_journal
 from orchestrator.report.build import write_report
@@ -54,6 +61,17 @@ move_timeout_s = 5
 connect_timeout_s = 2
 concurrency = 2
 """
+
+
+@contextlib.contextmanager
+def reserved_port() -> Iterator[int]:
+    """A loopback port bound but not listening: its connects are refused."""
+    sock = socket.socket()
+    sock.bind((LOCALHOST, 0))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
 
 
 def write(tmp_path: Path, url: str = "http://127.0.0.1:8000/v1", model: str = "r5",
@@ -181,3 +199,37 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
     assert "r5 said 'E5' (move " in markdown.split("## Games")[1]
     html = (tmp_path / "report" / "report.html").read_text()
     assert "<h2>Tokens</h2>" in html and "r5 said &#x27;E5&#x27;" in html
+
+
+async def test_the_dashboard_shows_each_base_url_as_a_replica(nursery, tmp_path) -> None:
+    """One live base URL and one that refuses connections: both are rows of the dashboard
+    with their status, as GO19 replicas are, and the games go to the live one."""
+    live = await serving(nursery, OpenAIServer(reply="E5"))
+    with reserved_port() as dead_port:
+        dead = f"http://{LOCALHOST}:{dead_port}/v1"
+        path = write(tmp_path, live)
+        path.write_text(path.read_text().replace(f'["{live}"]', f'["{dead}", "{live}"]'))
+        recorded = trio.Event()
+        screen: list[str] = []
+
+        def on_event(event: object) -> None:
+            if isinstance(event, GameRecorded):
+                recorded.set()
+
+        async def view(collector) -> None:
+            await recorded.wait()
+            console = Console(record=True, width=160, height=40, force_terminal=False)
+            dash = Dashboard(console)
+            dash.attach(collector)
+            console.print(dash.render())
+            screen.extend(console.export_text().splitlines())
+
+        summary = await collect(CollectOptions(path, games=2, recordings=tmp_path / "rec",
+                                               dashboard=False, wait_endpoints_s=0),
+                                on_event, view=view, preflight_log=lambda line: None)
+    assert summary.exit_code == 0
+    # (The address column is cut to the terminal: the rows are told apart by status.)
+    rows = [line for line in screen if re.search(rf"\br5\s+http://{LOCALHOST}:", line)]
+    assert len(rows) == 2, screen
+    assert sum(" ok " in row for row in rows) == 1
+    assert sum(("backoff" in row or "down" in row) for row in rows) == 1, rows
