@@ -29,6 +29,7 @@ before use (it reads as readable).
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -129,7 +130,11 @@ class HttpClient:
                     stream = tls
         except trio.TooSlowError:
             raise CannotConnect(f"{where}: connect timed out") from None
-        except (OSError, UnicodeError, trio.BrokenResourceError, ssl.SSLError) as exc:
+        except (socket.gaierror, UnicodeError) as exc:  # the name, not the network
+            said = exc.strerror if isinstance(exc, socket.gaierror) else None
+            raise CannotConnect(f"{where}: bad host name"
+                                f"{': ' + said.lower() if said else ''}") from exc
+        except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
             raise CannotConnect(f"{where}: {socket_reason(exc)}") from exc
         return _Connection(stream)
 
