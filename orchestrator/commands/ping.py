@@ -53,10 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="GO19 endpoint ([v6 address]:port for IPv6) or an "
                         "OpenAI-compatible base URL")
     parser.add_argument("--model", metavar="NAME",
-                        help="the model a base URL must serve (vLLM: the LoRA module's name); "
-                        "without it, the models served are listed")
+                        help="the model a base URL must serve (vLLM: the LoRA module's name) "
+                        "(default: none: the models served are listed)")
     parser.add_argument("--api-key-env", metavar="VAR",
-                        help="environment variable holding the base URLs' API key")
+                        help="environment variable holding the base URLs' API key "
+                        "(default: none, no key sent)")
     parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S",
         help="seconds allowed per endpoint for connect + PING (default 5)",
