@@ -126,6 +126,11 @@ class PlayerMeta(_Part):
     render: RenderSettings | None = None
     prompt_sha256: str | None = None
     answer: str | None = None
+    # An OpenAI-compatible player's sampling and what its records keep of the replies.
+    temperature: float | None = None
+    max_tokens: int | None = None
+    constrain: str | None = None
+    keep_reply: str | None = None  # none | fallbacks | all
 
     @model_serializer(mode="wrap")
     def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict:
@@ -135,6 +140,29 @@ class PlayerMeta(_Part):
 
     def as_dict(self) -> dict:
         return self.model_dump(mode="json")
+
+
+class TokenCounts(_Part):
+    """A player's tokens in one game, from its replies' ``usage`` (the moves that said)."""
+
+    moves: int = Field(0, ge=0)
+    prompt: int = Field(0, ge=0)
+    completion: int = Field(0, ge=0)
+
+
+class ReplyNote(_Part):
+    """What a model said on a move it did not get to play (a fallback): its reply and
+    reasoning texts, bounded (:data:`~orchestrator.players.openai_wire.KEPT_CHARS`)."""
+
+    move: int = Field(ge=1)
+    reason: str
+    reply: str | None = None
+    reasoning: str | None = None
+
+
+# Fields a record writes only when they say something: a run without model players
+# writes its lines as before.
+_OPTIONAL = ("tokens", "replies")
 
 
 class JournalRecord(_Part):
@@ -163,11 +191,17 @@ class JournalRecord(_Part):
     fallbacks: dict[str, dict[str, int]] = Field(default_factory=dict)
     illegal: dict[str, int] = Field(default_factory=dict)
     latency_ms: dict[str, LatencySummary] = Field(default_factory=dict)
+    tokens: dict[str, TokenCounts] = Field(default_factory=dict)
+    replies: dict[str, list[ReplyNote]] = Field(default_factory=dict)
     started: str = ""
     finished: str = ""
 
     def as_dict(self) -> dict:
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        for key in _OPTIONAL:
+            if not data.get(key):
+                data.pop(key, None)
+        return data
 
     def to_json(self) -> str:
         """The record as written: compact JSON, one line, no newline."""

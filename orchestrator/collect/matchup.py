@@ -8,6 +8,7 @@ already-checked values.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -21,7 +22,10 @@ from pydantic import (
     model_validator,
 )
 
-from orchestrator.players.address import AddressError, parse_hostport
+from orchestrator.coords import MOVE_TEXTS
+from orchestrator.players.address import AddressError, parse_base_url, parse_hostport
+from orchestrator.players.openai_wire import CONSTRAINTS, KEEP_REPLY
+from orchestrator.prompt import PromptError, read_template
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
 
 
@@ -42,6 +46,24 @@ def _hostport(text: str) -> str:
 
 
 HostPort = Annotated[str, AfterValidator(_hostport)]
+
+
+def _base_url(text: str) -> str:
+    try:
+        return str(parse_base_url(text))
+    except AddressError as exc:
+        raise ValueError(str(exc)) from None
+
+
+BaseUrlText = Annotated[str, AfterValidator(_base_url)]
+
+
+def _one_of(options: tuple[str, ...]) -> Callable[[str], str]:
+    def check(text: str) -> str:
+        if text not in options:
+            raise ValueError(f"{text!r}: expected one of {', '.join(options)}")
+        return text
+    return check
 
 
 class EmbeddedServer(_Strict):
@@ -89,8 +111,27 @@ class RandomPlayerSpec(_Strict):
     seed: int = 0
 
 
+class OpenAIPlayerSpec(_Strict):
+    """A model behind OpenAI-compatible servers (vLLM, SGLang, ``go19 serve --openai``)."""
+
+    kind: Literal["openai"]
+    base_urls: list[BaseUrlText] = Field(min_length=1, description="replicas, http://HOST:PORT/v1")
+    model: str = Field(min_length=1, description="vLLM: the LoRA module; SGLang: BASE:ADAPTER")
+    slots: int = Field(1, ge=1, le=1024, description="concurrent requests per replica")
+    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    image_px: int = Field(DEFAULT_IMAGE_PX, ge=64, le=4096)
+    answer: Annotated[str, AfterValidator(_one_of(MOVE_TEXTS))] = "gtp"
+    prompt: Path | None = None
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int = Field(0, ge=0)
+    max_tokens: int = Field(16, ge=1, le=32768)
+    constrain: Annotated[str, AfterValidator(_one_of(CONSTRAINTS))] = "none"
+    keep_reply: Annotated[str, AfterValidator(_one_of(KEEP_REPLY))] = "fallbacks"
+    adapter: str | None = None  # a label for reports (the model's name when absent)
+
+
 PlayerSpec = Annotated[
-    Go19PlayerSpec | GtpPlayerSpec | HeuristicPlayerSpec | RandomPlayerSpec,
+    Go19PlayerSpec | GtpPlayerSpec | HeuristicPlayerSpec | RandomPlayerSpec | OpenAIPlayerSpec,
     Field(discriminator="kind"),
 ]
 
@@ -201,7 +242,7 @@ class Matchup(_Strict):
         # Caught here, an image too small for the board is one line at start; caught by the
         # referee, it is an "error" fallback on every move and a run of void games.
         for name, spec in self.players.items():
-            if isinstance(spec, Go19PlayerSpec):
+            if isinstance(spec, Go19PlayerSpec | OpenAIPlayerSpec):
                 try:
                     point_center(0, self.game.size, spec.image_px)  # raises if not drawable
                 except RenderError as exc:
@@ -213,12 +254,15 @@ class Matchup(_Strict):
         return self.pairing.black == self.pairing.white
 
 
+_KINDS = ("go19", "gtp", "heuristic", "random", "openai")
+
+
 def _format_location(loc: tuple) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("go19", "gtp", "heuristic", "random") or str(part).startswith("function-"):
+        elif part in _KINDS or str(part).startswith("function-"):
             continue  # pydantic's discriminator tags are not keys the user wrote
         else:
             out += ("." if out else "") + str(part)
@@ -252,7 +296,23 @@ def load_matchup(path: Path) -> Matchup:
         matchup = matchup.model_copy(
             update={"openings": matchup.openings.model_copy(update={"sgf_dir": sgf_dir})}
         )
-    return matchup
+    return _read_prompts(matchup, path)
+
+
+def _read_prompts(matchup: Matchup, path: Path) -> Matchup:
+    """Prompt paths made absolute (relative to the matchup file) and read once here, so a
+    bad template is one line at start rather than an error on every move."""
+    players = dict(matchup.players)
+    for name, spec in matchup.players.items():
+        if not isinstance(spec, OpenAIPlayerSpec) or spec.prompt is None:
+            continue
+        prompt = spec.prompt if spec.prompt.is_absolute() else (path.parent / spec.prompt)
+        try:
+            read_template(prompt)
+        except PromptError as exc:
+            raise MatchupError(f"{path}: players.{name}.prompt: {exc}") from None
+        players[name] = spec.model_copy(update={"prompt": prompt.resolve()})
+    return matchup.model_copy(update={"players": players})
 
 
 def run_name(matchup: Matchup, path: Path) -> str:

@@ -1,12 +1,14 @@
 """Turn the matchup's player specs into live players for one run: GO19
 endpoints (remote replicas, or servers embedded in this process on free
-loopback ports), pools of GTP engine processes, and the heuristic AI."""
+loopback ports), OpenAI-compatible servers (vLLM, SGLang), pools of GTP engine
+processes, and the heuristic AI."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -15,16 +17,25 @@ from orchestrator.collect.matchup import (
     GtpPlayerSpec,
     HeuristicPlayerSpec,
     Matchup,
+    OpenAIPlayerSpec,
     RandomPlayerSpec,
     parse_hostport,
 )
 from orchestrator.events import OnEvent
 from orchestrator.players.base import Player
+from orchestrator.players.endpoint import ReplicaPool
 from orchestrator.players.go19 import Go19Endpoint, Go19Player
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.players.openai import (
+    AskSettings,
+    OpenAIEndpoint,
+    OpenAIPlayer,
+    api_key_from_env,
+)
 from orchestrator.players.player_pool import PlayerPool
 from orchestrator.players.random_player import RandomPlayer
+from orchestrator.prompt import read_template
 from orchestrator.recordings import PlayerMeta
 from orchestrator.render import RenderSettings
 from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
@@ -35,7 +46,7 @@ class PlayerHandle:
     name: str
     player: Player
     meta: PlayerMeta
-    endpoint: Go19Endpoint | None = None
+    endpoint: ReplicaPool[Any] | None = None  # its replicas go down, come back, show
     is_down: Callable[[], bool] = field(default=lambda: False)
 
     async def aclose(self) -> None:
@@ -109,6 +120,41 @@ async def _go19_handle(
     )
 
 
+def ask_settings(spec: OpenAIPlayerSpec) -> AskSettings:
+    """How an OpenAI player asks, from its (validated) spec; the prompt file is read here."""
+    return AskSettings(
+        model=spec.model, template=read_template(spec.prompt), answer=spec.answer,
+        render=RenderSettings(image_px=spec.image_px), temperature=spec.temperature,
+        seed=spec.seed, max_tokens=spec.max_tokens, constrain=spec.constrain,
+    )
+
+
+def openai_meta(spec: OpenAIPlayerSpec, settings: AskSettings) -> PlayerMeta:
+    """What the record says of an OpenAI player: enough for a reader to know exactly what
+    the model was asked (never the API key, only the base URLs)."""
+    return PlayerMeta(
+        kind="openai", adapter=spec.adapter, model=spec.model,
+        endpoint=",".join(spec.base_urls), replicas=list(spec.base_urls), seed=spec.seed,
+        render=settings.render, prompt_sha256=settings.template_sha256, answer=spec.answer,
+        temperature=spec.temperature, max_tokens=spec.max_tokens, constrain=spec.constrain,
+        keep_reply=spec.keep_reply,
+    )
+
+
+def _openai_handle(name: str, spec: OpenAIPlayerSpec, matchup: Matchup, nursery: trio.Nursery,
+                   on_event: OnEvent | None) -> PlayerHandle:
+    settings = ask_settings(spec)
+    endpoint = OpenAIEndpoint(
+        spec.base_urls, spec.model, api_key=api_key_from_env(spec.api_key_env),
+        slots_per_replica=spec.slots, connect_timeout=matchup.game.connect_timeout_s,
+        on_event=on_event, nursery=nursery, name=name,
+    )
+    return PlayerHandle(
+        name, OpenAIPlayer(endpoint, settings, name, run=matchup.run.seed),
+        openai_meta(spec, settings), endpoint=endpoint, is_down=endpoint.is_down,
+    )
+
+
 async def open_players(
     matchup: Matchup,
     nursery: trio.Nursery,
@@ -125,6 +171,8 @@ async def open_players(
     for name, spec in matchup.players.items():
         if isinstance(spec, Go19PlayerSpec):
             handles[name] = await _go19_handle(name, spec, matchup, nursery, on_event)
+        elif isinstance(spec, OpenAIPlayerSpec):
+            handles[name] = _openai_handle(name, spec, matchup, nursery, on_event)
         elif isinstance(spec, GtpPlayerSpec):
             log_dir.mkdir(parents=True, exist_ok=True)
             engines = [

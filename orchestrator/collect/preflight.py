@@ -1,9 +1,13 @@
 """Before a run folder exists: is every player reachable?
 
 Each replica of each remote GO19 player gets one connect + PING within
-``connect_timeout_s``; each GTP engine is started once and must answer ``name``
-and ``version`` within ``move_timeout_s`` (what its first move would be allowed,
-model loading included). One line per endpoint, in the style of ``go19 ping``.
+``connect_timeout_s``; each replica of an OpenAI-compatible player one ``GET /v1/models``
+(the player's ``model`` must be listed: the usual vLLM mistake is an adapter missing from
+``--lora-modules``, and the line names what the server does list), then one real request on
+the empty board within ``move_timeout_s``, whose answer and latency go on that line (a
+trial that fails is a warning there, not a stop); each GTP engine is started once and
+must answer ``name`` and ``version`` within ``move_timeout_s`` (what its first move would
+be allowed, model loading included). One line per endpoint, in the style of ``go19 ping``.
 A player with no reachable replica (or an engine that does not answer) stops the
 run before anything is written, unless the caller waits for it (``wait_s``: a GPU
 server loading a large model takes minutes), with a countdown in the log.
@@ -20,9 +24,26 @@ from dataclasses import dataclass
 
 import trio
 
-from orchestrator.collect.matchup import Go19PlayerSpec, GtpPlayerSpec, Matchup, parse_hostport
+from orchestrator.collect.matchup import (
+    Go19PlayerSpec,
+    GtpPlayerSpec,
+    Matchup,
+    OpenAIPlayerSpec,
+    parse_hostport,
+)
+from orchestrator.collect.players import ask_settings
+from orchestrator.coords import move_to_text
+from orchestrator.players.base import PlayerError
 from orchestrator.players.go19 import format_address
+from orchestrator.players.openai import (
+    AskSettings,
+    OpenAIEndpoint,
+    OpenAIPlayer,
+    api_key_from_env,
+)
+from orchestrator.players.openai_http import list_models, model_missing
 from orchestrator.players.ping import ping_once, ping_text
+from orchestrator.rules.game import Game
 
 # How often a waiting preflight tries again, and how often it says how long is left.
 RETRY_S = 1.0
@@ -34,6 +55,11 @@ STDERR_KEEP_BYTES = 64 * 1024
 
 class EndpointsUnreachable(RuntimeError):
     """At least one player has no usable endpoint; the message is one line."""
+
+
+class PreflightInputError(ValueError):
+    """The matchup asks for something this machine does not have (an API key's
+    environment variable not set); the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +204,47 @@ async def start_gtp(player: str, command: str, timeout: float) -> Probe:
                  (trio.current_time() - start) * 1000)
 
 
+async def check_openai(player: str, base_url: str, settings: AskSettings,
+                       api_key: str | None, matchup: Matchup) -> Probe:
+    """``GET /v1/models`` lists the model, then one trial request on the empty board."""
+    game = matchup.game
+    start = trio.current_time()
+
+    def elapsed() -> float:
+        return (trio.current_time() - start) * 1000
+
+    try:
+        names = await list_models(base_url, api_key=api_key, timeout=game.connect_timeout_s)
+    except PlayerError as exc:
+        return Probe(player, base_url, False, str(exc).removeprefix(f"{base_url}: "),
+                     elapsed())
+    missing = model_missing(settings.model, base_url, names)
+    if missing is not None:
+        return Probe(player, base_url, False, missing.removeprefix(f"{base_url}: "), elapsed())
+    listed_ms = elapsed()
+    trial = await _trial(player, base_url, settings, api_key, matchup)
+    return Probe(player, base_url, True, f"lists {settings.model}; {trial}", listed_ms)
+
+
+async def _trial(player: str, base_url: str, settings: AskSettings, api_key: str | None,
+                 matchup: Matchup) -> str:
+    """One real request on the empty board, in words: the answer and its round trip, or
+    the warning of what went wrong (the run's fallbacks deal with a failing server)."""
+    game = matchup.game
+    board = Game(game.size, game.komi)
+    async with OpenAIEndpoint([base_url], settings.model, api_key=api_key,
+                              connect_timeout=game.connect_timeout_s) as endpoint:
+        model = OpenAIPlayer(endpoint, settings, player, run=matchup.run.seed)
+        with trio.move_on_after(game.move_timeout_s):
+            answer = await model.answer(board)
+            if answer.fault is not None:
+                return f"warning: the trial move failed: {answer.fault}"
+            assert answer.point is not None and answer.details is not None
+            spelt = move_to_text(answer.point, game.size, settings.answer)
+            return f"trial move {spelt} in {answer.details.latency_ms:.0f} ms"
+    return f"warning: no trial move within move_timeout_s = {game.move_timeout_s:g} s"
+
+
 def _checks(matchup: Matchup) -> list[tuple[str, str, Callable]]:
     """(player, endpoint, async check) for every endpoint that needs one."""
     game = matchup.game
@@ -188,6 +255,15 @@ def _checks(matchup: Matchup) -> list[tuple[str, str, Callable]]:
                 address = parse_hostport(replica)
                 out.append((name, replica, lambda n=name, a=address:
                             ping_replica(n, a, game.connect_timeout_s)))
+        elif isinstance(spec, OpenAIPlayerSpec):
+            try:
+                key = api_key_from_env(spec.api_key_env)
+            except ValueError as exc:
+                raise PreflightInputError(f"players.{name}.{exc}") from None
+            settings = ask_settings(spec)
+            for url in spec.base_urls:
+                out.append((name, url, lambda n=name, u=url, s=settings, k=key:
+                            check_openai(n, u, s, k, matchup)))
         elif isinstance(spec, GtpPlayerSpec):
             out.append((name, spec.command, lambda n=name, c=spec.command:
                         start_gtp(n, c, game.move_timeout_s)))

@@ -23,7 +23,7 @@ import numpy as np
 
 from orchestrator import __version__
 from orchestrator.collect.referee import RefereedGame
-from orchestrator.collect.sgf_record import recorded_game_sgf
+from orchestrator.collect.sgf_record import keeps_text, recorded_game_sgf
 from orchestrator.events import JournalRepaired
 from orchestrator.files import append_line, atomic_write, read_sgf_file
 from orchestrator.recordings import (
@@ -37,6 +37,10 @@ from orchestrator.recordings import (
     OpeningInfo,
     PlayerMeta,
     RecordError,
+    ReplyNote,
+    TokenCounts,
+    fallback_reason,
+    move_origin,
     read_journal,
     record_from_sgf,
     sgf_name,
@@ -72,6 +76,34 @@ def latency_summary(samples: list[float]) -> LatencySummary:
     )
 
 
+def _replies(outcome: RefereedGame, players_meta: Mapping[str, PlayerMeta]
+             ) -> tuple[dict[str, TokenCounts], dict[str, list[ReplyNote]]]:
+    """Per player, the tokens its replies reported, and what it said on its fallback
+    moves (when its ``keep_reply`` keeps texts)."""
+    names = {1: outcome.spec.black, 2: outcome.spec.white}
+    counts: dict[str, list[int]] = {}
+    notes: dict[str, list[ReplyNote]] = {}
+    for number, (move, said) in enumerate(zip(outcome.moves, outcome.move_details(),
+                                              strict=True), 1):
+        if said is None:
+            continue
+        name = names[move.color]
+        total = counts.setdefault(name, [0, 0, 0])
+        if said.prompt_tokens is not None or said.completion_tokens is not None:
+            total[0] += 1
+            total[1] += said.prompt_tokens or 0
+            total[2] += said.completion_tokens or 0
+        meta = players_meta.get(name, PlayerMeta())
+        if move.source is not None and move_origin(move.source) == "fallback" \
+                and keeps_text(meta.keep_reply, move.source):
+            notes.setdefault(name, []).append(ReplyNote(
+                move=number, reason=fallback_reason(move.source), reply=said.reply,
+                reasoning=said.reasoning))
+    tokens = {name: TokenCounts(moves=n, prompt=p, completion=c)
+              for name, (n, p, c) in sorted(counts.items())}
+    return tokens, notes
+
+
 def journal_record(
     outcome: RefereedGame, run_id: str, players_meta: Mapping[str, PlayerMeta]
 ) -> JournalRecord:
@@ -81,6 +113,7 @@ def journal_record(
         n: sum(c for r, c in outcome.fallbacks.get(n, {}).items() if r.startswith("illegal:"))
         for n in names
     }
+    tokens, replies = _replies(outcome, players_meta)
     opening = None
     if spec.opening is not None:
         opening = OpeningInfo(id=spec.opening.id, plies=len(spec.opening.moves),
@@ -106,6 +139,8 @@ def journal_record(
         fallbacks={n: dict(outcome.fallbacks.get(n, {})) for n in names},
         illegal=illegal,
         latency_ms={n: latency_summary(outcome.latencies_ms.get(n, [])) for n in names},
+        tokens=tokens,
+        replies=replies,
         started=iso(outcome.started),
         finished=iso(outcome.finished),
     )

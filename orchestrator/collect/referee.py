@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol, TypeGuard, runtime_checkable
 
 import trio
 
@@ -25,6 +26,7 @@ from orchestrator.coords import PASS
 from orchestrator.events import Event, Fallback, MovePlayed, OnEvent, PlayerRaised
 from orchestrator.players.base import RESIGN, Player, PlayerError
 from orchestrator.players.heuristic import HeuristicChooser
+from orchestrator.players.openai import OpenAIAnswer, ReplyDetails
 from orchestrator.recordings import OPENING, fallback_source
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
@@ -107,12 +109,18 @@ class RefereedGame:
     score: float | None  # Black's area margin after komi; None on resign/void
     fallbacks: dict[str, Counter] = field(default_factory=dict)
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)
+    # Per move (parallel to ``moves``): what a model's reply said, for players that tell.
+    details: list[ReplyDetails | None] = field(default_factory=list)
     started: float = 0.0
     finished: float = 0.0
 
     @property
     def void(self) -> bool:
         return self.reason == "void"
+
+    def move_details(self) -> list[ReplyDetails | None]:
+        """``details`` for every move (None where nothing was told)."""
+        return self.details or [None] * len(self.moves)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +131,38 @@ class Answer:
     point: int | None
     failure: str | None
     latency_ms: float | None = None
+    details: ReplyDetails | None = None
+
+
+@runtime_checkable
+class AnsweringPlayer(Protocol):
+    """A player that is told the game's number (its sampling seed depends on it) and
+    tells what its reply said (the OpenAI player), also when the reply was a fault."""
+
+    async def answer(self, game: Game, game_number: int) -> OpenAIAnswer: ...
+
+
+_ANSWERS: dict[type, bool] = {}
+
+
+def _answers(player: Player) -> TypeGuard[AnsweringPlayer]:
+    """``isinstance(player, AnsweringPlayer)``, asked once per class: a runtime protocol
+    check costs microseconds on every move."""
+    kind = type(player)
+    known = _ANSWERS.get(kind)
+    if known is None:
+        known = _ANSWERS[kind] = isinstance(player, AnsweringPlayer)
+    return known
 
 
 async def ask(
     player: Player, game: Game, timeout_s: float | None,
     on_error: Callable[[Exception], None], live: LiveGame | None = None,
+    number: int = 0,
 ) -> Answer:
-    """Ask ``player`` for ``game.to_play``'s move, timed on the trio clock (None: no
-    clock); with ``live``, :meth:`LiveGame.cancel_request` ends the request early.
+    """Ask ``player`` for ``game.to_play``'s move in game ``number``, timed on the trio
+    clock (None: no clock); with ``live``, :meth:`LiveGame.cancel_request` ends the
+    request early.
 
     The deadline is one clock reading: a reply that completes at or after it is a
     ``timeout``, even when it came back before trio delivered the cancellation (a
@@ -140,11 +172,18 @@ async def ask(
     deadline = math.inf if timeout_s is None else asked + timeout_s
     point: int | None = None
     failure: str | None = None
+    details: ReplyDetails | None = None
     with trio.move_on_at(deadline), trio.CancelScope() as request:
         if live is not None:
             live._request = request
         try:
-            point = await player.genmove(game)
+            if _answers(player):
+                said = await player.answer(game, number)
+                point, details = said.point, said.details
+                if said.fault is not None:
+                    raise said.fault
+            else:
+                point = await player.genmove(game)
         except PlayerError as exc:
             failure = exc.reason
         except Exception as exc:  # noqa: BLE001 - one broken reply must not end the run
@@ -155,12 +194,12 @@ async def ask(
                 live._request = None
     answered = trio.current_time()
     if failure is not None:
-        return Answer(None, failure)
+        return Answer(None, failure, details=details)
     if request.cancelled_caught:
         return Answer(None, CANCELLED)
     if point is None or answered >= deadline:
         return Answer(None, TIMEOUT)
-    return Answer(point, None, (answered - asked) * 1000.0)
+    return Answer(point, None, (answered - asked) * 1000.0, details)
 
 
 def _result(game: Game, reason: str, winner: int | None) -> tuple[str, int | None, float | None]:
@@ -201,6 +240,7 @@ class _Referee:
         self.latencies: dict[str, list[float]] = {n: [] for n in set(self.names.values())}
         self.fallback_count = {BLACK: 0, WHITE: 0}
         self.moves: list[SgfMove] = []
+        self.details: list[ReplyDetails | None] = []
         self.opening = spec.opening.moves if spec.opening else ()
         self.last_move: int | None = None
 
@@ -225,7 +265,7 @@ class _Referee:
             live.waiting_on = name
         answer = await ask(self.players[name], self.game, self.settings.move_timeout(name),
                            lambda exc: self._emit(PlayerRaised(self.number, name, repr(exc))),
-                           live)
+                           live, self.number)
         if live is not None:
             live.waiting_on = None
         if answer.latency_ms is not None:
@@ -243,14 +283,16 @@ class _Referee:
             return None
         return self.chooser.choose(self.game.board, color, self.last_move)
 
-    async def next_move(self) -> SgfMove | str:
-        """Play the side to move's next move; a string is the reason the game ended."""
+    async def next_move(self) -> tuple[SgfMove, ReplyDetails | None] | str:
+        """Play the side to move's next move (with what the player's reply said, when it
+        tells); a string is the reason the game ended."""
         game, color = self.game, self.game.to_play
         point = self.opening_move()
         if point is not None:
             game.play(point)
-            return SgfMove(color, point, OPENING)
+            return SgfMove(color, point, OPENING), None
         answer = await self.ask(self.names[color])
+        details = answer.details
         failure = answer.failure
         if failure is None:
             assert answer.point is not None, "an answer is a point or a failure"
@@ -258,7 +300,7 @@ class _Referee:
                 return "resign"
             try:
                 game.play(answer.point)  # checks legality before changing anything
-                return SgfMove(color, answer.point, None, ms=answer.latency_ms)
+                return SgfMove(color, answer.point, None, ms=answer.latency_ms), details
             except IllegalMove as exc:
                 failure = f"illegal:{exc.reason}"
         point = self.fallback(color, failure)
@@ -266,18 +308,20 @@ class _Referee:
             return "void"
         game.play(point)
         # An illegal answer was still an answer: its latency stays on the node.
-        return SgfMove(color, point, fallback_source(failure), ms=answer.latency_ms)
+        return SgfMove(color, point, fallback_source(failure), ms=answer.latency_ms), details
 
     async def play(self) -> RefereedGame:
         started = time.time()
         winner: int | None = None
         while (reason := _end_of_play(self.game, self.settings)) is None:
             color = self.game.to_play
-            move = await self.next_move()
-            if isinstance(move, str):
-                reason, winner = move, (3 - color if move == "resign" else None)
+            played = await self.next_move()
+            if isinstance(played, str):
+                reason, winner = played, (3 - color if played == "resign" else None)
                 break
+            move, details = played
             self.moves.append(move)
+            self.details.append(details)
             self._emit(MovePlayed(self.number, len(self.moves), self.names[color], color,
                                   move.point, move.source, move.ms))
             self.last_move = None if move.point == PASS else move.point
@@ -286,7 +330,7 @@ class _Referee:
         return RefereedGame(
             spec=self.spec, number=self.number, size=settings.size, komi=settings.komi,
             moves=self.moves, reason=reason, result=result, winner=winner, score=score,
-            fallbacks=self.fallbacks, latencies_ms=self.latencies,
+            fallbacks=self.fallbacks, latencies_ms=self.latencies, details=self.details,
             started=started, finished=time.time(),
         )
 

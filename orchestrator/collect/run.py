@@ -28,7 +28,11 @@ from orchestrator import __version__
 from orchestrator.collect.collector import Collector
 from orchestrator.collect.matchup import Matchup, load_matchup, run_name
 from orchestrator.collect.players import open_players
-from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
+from orchestrator.collect.preflight import (
+    EndpointsUnreachable,
+    PreflightInputError,
+    check_endpoints,
+)
 from orchestrator.collect.recorder import (
     JOURNAL,
     RUN_FILE,
@@ -219,6 +223,8 @@ async def collect(
         await check_endpoints(matchup, options.wait_endpoints_s, preflight_log)
     except EndpointsUnreachable as exc:
         raise PlayersUnreachable(str(exc)) from None
+    except PreflightInputError as exc:
+        raise CollectError(str(exc)) from None
 
     try:
         schedule = Schedule(matchup)  # before the run folder: a bad openings folder

@@ -1,7 +1,8 @@
 """A finished game as the SGF go19 records (docs/formats.md): standard FF[4]
 properties, go19's private root properties, the journal record itself in
 ``GOXIXREC`` (so a lost journal line can be rebuilt from the SGF) and a mark on
-every move that was not the player's own policy."""
+every move that was not the player's own policy, and on a model's moves what its reply
+said (``GOXIXREPLY``: round trip, tokens, and the texts ``keep_reply`` asks for)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from datetime import UTC, datetime
 
 from orchestrator.collect.referee import RefereedGame
+from orchestrator.players.openai import ReplyDetails
 from orchestrator.recordings import (
     RECORD_PROP,
     JournalRecord,
@@ -39,12 +41,37 @@ def _comment(source: str | None, name: str) -> str | None:
     return f"fallback: {name} {fallback_reason(source)}; the heuristic AI played this move"
 
 
+def keeps_text(keep_reply: str | None, source: str | None) -> bool:
+    """Whether a move's reply texts are kept: ``all``, or ``fallbacks`` on a fallback."""
+    return keep_reply == "all" or (keep_reply == "fallbacks"
+                                   and move_origin(source) == "fallback")
+
+
+def reply_prop(details: ReplyDetails, with_text: bool) -> str:
+    """The ``GOXIXREPLY`` JSON of one move (docs/formats.md), bounded by the texts' cut."""
+    value: dict[str, object] = {"ms": round(details.latency_ms, 1),
+                                "tokens": [details.prompt_tokens, details.completion_tokens]}
+    if details.finish_reason is not None:
+        value["finish"] = details.finish_reason
+    if with_text:
+        for key, text, chars in (("reply", details.reply, details.reply_chars),
+                                 ("reasoning", details.reasoning, details.reasoning_chars)):
+            if text is not None:
+                value[key] = text
+                if chars > len(text):
+                    value[f"{key}_chars"] = chars
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def recorded_game_sgf(outcome: RefereedGame, record: JournalRecord, version: str) -> bytes:
     spec = outcome.spec
     names = {1: spec.black, 2: spec.white}
+    keep = {name: record.players[name].keep_reply for name in (spec.black, spec.white)}
     moves = tuple(
-        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]), m.ms)
-        for m in outcome.moves
+        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]), m.ms,
+                None if said is None else reply_prop(
+                    said, keeps_text(keep[names[m.color]], m.source)))
+        for m, said in zip(outcome.moves, outcome.move_details(), strict=True)
     )
     extra = {
         RUN_PROP: record.run,

@@ -92,9 +92,9 @@ class OpenAIPlayer:
         return OpenAIAnswer(point, None, details)
 
     async def genmove(self, game: Game) -> int:
-        """The referee's protocol: the move, or the fault raised. The protocol carries no
-        game number, so this asks as game 0 of the run: a caller that knows the game (and
-        wants the reply's details for the record) calls :meth:`answer`."""
+        """The plain player protocol: the move, or the fault raised, asked as game 0 of
+        the run. The referee calls :meth:`answer` instead (it knows the game's number and
+        keeps the reply's details); this is for callers that do neither (the play page)."""
         answer = await self.answer(game)
         if answer.fault is not None:
             raise answer.fault

@@ -14,18 +14,17 @@ caller's and count only at the request's deadline, as GO19's. The probe of a dow
 is ``GET /v1/models``, and it succeeds only when the player's model is listed, so a
 server that came back without the adapter stays out of the rotation.
 
-One httpx transport serves every replica, keeping as many connections alive as there are
-slots (the limiter bounds the requests in flight, so none waits for a connection); the
-API key, when given, travels in the requests' headers and nowhere else.
+One :class:`~orchestrator.players.openai_http.HttpClient` serves every replica, keeping as
+many connections alive per replica as it has slots (the limiter bounds the requests in
+flight, so none waits for a connection); the API key, when given, travels in the requests'
+headers and nowhere else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-import httpx2 as httpx
 import trio
 
 from orchestrator.events import OnEvent
@@ -34,13 +33,13 @@ from orchestrator.players.endpoint import ReplicaPool
 from orchestrator.players.openai_http import (
     MAX_REPLY_BYTES,
     CannotConnect,
-    completions_url,
+    Headers,
+    HttpClient,
+    Target,
     exchange,
     fetch_models,
-    make_transport,
     model_missing,
     request_headers,
-    timeouts,
 )
 from orchestrator.players.openai_wire import BadCompletion, Completion, read_completion
 from orchestrator.players.replica import ReplicaHealth, ReplicaHost, ReplicaPolicy, Unreachable
@@ -58,15 +57,15 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class HttpLink:
-    """What the HTTP replicas of one endpoint share: the transport (its keep-alive
-    connections), the headers (the API key), the connect timeout as httpx's request
-    extension, the bound on a reply, and the model a probe looks for."""
+    """What the HTTP replicas of one endpoint share: the client (its keep-alive
+    connections), the headers (the API key), the connect timeout, the bound on a reply,
+    and the model a probe looks for."""
 
-    transport: httpx.AsyncHTTPTransport
-    headers: tuple[tuple[str, str], ...] = field(repr=False)  # the API key: in no repr
+    client: HttpClient
+    headers: Headers = field(repr=False)  # the API key: in no repr
     model: str
+    connect_timeout: float = 5.0
     max_reply_bytes: int = MAX_REPLY_BYTES
-    extensions: dict[str, Any] = field(default_factory=dict)
 
 
 class HttpReplica(ReplicaHealth):
@@ -76,7 +75,8 @@ class HttpReplica(ReplicaHealth):
                  link: HttpLink) -> None:
         super().__init__(host, base_url.rstrip("/"), policy)
         self.link = link
-        self._completions = httpx.URL(completions_url(self.where))
+        self._target = Target.of(self.where)
+        self._completions = self._target.path.rstrip("/") + "/chat/completions"
 
     async def complete(self, body: bytes) -> Reply:
         self.requests += 1
@@ -92,10 +92,10 @@ class HttpReplica(ReplicaHealth):
         self.last_attempt = start
         if self.failures:
             self.reconnects += 1
-        request = httpx.Request("POST", self._completions, headers=link.headers,
-                                content=body, extensions=link.extensions)
         try:
-            reply = await exchange(link.transport, request, self.where, link.max_reply_bytes)
+            reply = await exchange(link.client, "POST", self._target, self._completions,
+                                   link.headers, body, connect_timeout=link.connect_timeout,
+                                   where=self.where, limit=link.max_reply_bytes)
             try:
                 completion = read_completion(reply)
             except BadCompletion as exc:
@@ -126,7 +126,7 @@ class HttpReplica(ReplicaHealth):
         link = self.link
         wait = self.policy.connect_timeout
         with trio.move_on_after(wait) as scope:
-            names = await fetch_models(link.transport, self.where, link.headers, wait)
+            names = await fetch_models(link.client, self.where, link.headers, wait)
         if scope.cancelled_caught:
             raise ConnectionFailed(f"{self.where}: no answer within {wait:g} s")
         missing = model_missing(link.model, self.where, names)
@@ -169,9 +169,8 @@ class OpenAIEndpoint(ReplicaPool[HttpReplica]):
         self.model = model
         # Every slot a connection of its own, and one more per replica for its probe.
         self.link = HttpLink(
-            transport=make_transport((slots_per_replica + 1) * len(base_urls)),
-            headers=request_headers(api_key), model=model, max_reply_bytes=max_reply_bytes,
-            extensions={"timeout": timeouts(connect_timeout)},
+            client=HttpClient(keep=slots_per_replica + 1), headers=request_headers(api_key),
+            model=model, connect_timeout=connect_timeout, max_reply_bytes=max_reply_bytes,
         )
         self.adopt([HttpReplica(self, url, policy, self.link) for url in base_urls])
 
@@ -187,4 +186,4 @@ class OpenAIEndpoint(ReplicaPool[HttpReplica]):
 
     async def aclose(self) -> None:
         await super().aclose()
-        await self.link.transport.aclose()
+        await self.link.client.aclose()

@@ -26,6 +26,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from orchestrator.coords import MOVE_TEXTS, PASS, move_to_text
 from orchestrator.prompt import fill, uses_board
@@ -33,6 +34,7 @@ from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 
 CONSTRAINTS = ("none", "choice", "regex")
+KEEP_REPLY = ("none", "fallbacks", "all")  # which moves' raw replies the record keeps
 KEPT_CHARS = 1000  # of a reply's text and of its reasoning text, per move
 SHOWN_CHARS = 200  # of a server's error message, in a fault's one line
 
@@ -83,12 +85,17 @@ def prompt_text(settings: AskSettings, game: Game) -> str:
     return fill(template, game.to_play, game.move_number + 1, game.komi, settings.answer, board)
 
 
+@cache
+def _spellings(size: int, spelling: str) -> tuple[tuple[str, ...], str]:
+    """Every point of the board spelt, and the pass: spelt once, not on every request."""
+    return (tuple(move_to_text(point, size, spelling) for point in range(size * size)),
+            move_to_text(PASS, size, spelling))
+
+
 def legal_texts(game: Game, spelling: str) -> list[str]:
     """The side to move's legal moves (positional superko excluded) and ``pass``, spelt."""
-    size = game.size
-    points = game.board.legal_moves(game.to_play)
-    return [move_to_text(point, size, spelling) for point in points] + \
-        [move_to_text(PASS, size, spelling)]
+    points, passing = _spellings(game.size, spelling)
+    return [points[point] for point in game.board.legal_moves(game.to_play)] + [passing]
 
 
 def moves_regex(texts: Sequence[str]) -> str:

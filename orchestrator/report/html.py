@@ -217,6 +217,9 @@ def render(report: dict, out_dir: Path | None = None) -> str:
     box = latency_box_chart(report)
     if box:
         page.append(_figure(box))
+    tokens = t.tokens_table(report)
+    if tokens is not None:
+        page += ["<h2>Tokens</h2>", table(tokens)]
     page += ["<h2>Games</h2>", games_section(report, out_dir)]
     if report["notes"] or report["warnings"]:
         page.append("<h2>Notes</h2><ul>")

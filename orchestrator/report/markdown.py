@@ -63,8 +63,11 @@ def render(report: dict, out_dir: Path | None = None) -> str:
             "## Fallbacks and illegal replies", "",
             "Rates are per move asked of the player (its own policy was consulted), "
             "void games included.", "", table(t.fallback_table(report)), "",
-            "## Latency", "", table(t.latency_table(report)), "",
-            "## Games", "", table(t.games_table(report, sgf)), ""]
+            "## Latency", "", table(t.latency_table(report)), ""]
+    tokens = t.tokens_table(report)
+    if tokens is not None:
+        out += ["## Tokens", "", table(tokens), ""]
+    out += ["## Games", "", table(t.games_table(report, sgf)), ""]
     if report["notes"] or report["warnings"]:
         out += ["## Notes", ""]
         out += [f"- {note}" for note in report["notes"]]

@@ -1,6 +1,7 @@
 """The per-player part of a report: results by colour, fallbacks by reason and their
-rate per move asked, and latency (exact from each SGF's ``GOXIXMS`` when every game has
-it, else pooled from the journal's per-game summaries)."""
+rate per move asked, latency (exact from each SGF's ``GOXIXMS`` when every game has
+it, else pooled from the journal's per-game summaries), and for model players that
+report ``usage`` their tokens per move and per game."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from orchestrator.ratings import GameOutcome, Wdl, split_by_color
+from orchestrator.recordings import TokenCounts
 from orchestrator.report.load import GameData
 
 LATENCY_METHOD_APPROX = (
@@ -74,6 +76,20 @@ def exact_latency(samples: list[float]) -> dict:
             "max": round(float(arr.max()), 2), "box": _box(arr), "method": "exact"}
 
 
+def token_section(counts: Sequence[TokenCounts]) -> dict | None:
+    """Tokens over the games that recorded them (None: no game did, the key is left out)."""
+    if not counts:
+        return None
+    moves = sum(c.moves for c in counts)
+    prompt = sum(c.prompt for c in counts)
+    completion = sum(c.completion for c in counts)
+    games = len(counts)
+    return {"games": games, "moves": moves, "prompt": prompt, "completion": completion,
+            "prompt_per_move": prompt / moves if moves else None,
+            "completion_per_move": completion / moves if moves else None,
+            "prompt_per_game": prompt / games, "completion_per_game": completion / games}
+
+
 def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict[str, dict]:
     names = sorted({n for g in games for n in (g.line.black, g.line.white)})
     meta: dict[str, dict] = {n: {} for n in names}
@@ -86,6 +102,7 @@ def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) 
     exact: dict[str, bool] = {n: True for n in names}
     games_played: Counter = Counter()
     estimated: Counter[str] = Counter()
+    tokens: dict[str, list[TokenCounts]] = {n: [] for n in names}
     for game in games:
         line = game.line
         asked.update(moves_asked(game))
@@ -99,6 +116,8 @@ def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) 
                 if info.endpoint:
                     endpoints[name].add(info.endpoint)
             fallbacks[name].update(line.fallbacks.get(name, {}))
+            if name in line.tokens:
+                tokens[name].append(line.tokens[name])
             lat = line.latency_ms.get(name)
             if lat is not None and lat.n and None not in (lat.p50, lat.p95, lat.max):
                 latency[name].append((lat.n, lat.p50, lat.p95, lat.max))
@@ -140,6 +159,9 @@ def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) 
                 else {**pooled_latency(latency[name]), "method": "approx-per-game"}
             ),
         }
+        section = token_section(tokens[name])
+        if section is not None:
+            out[name]["tokens"] = section
     return out
 
 

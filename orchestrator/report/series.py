@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -78,9 +78,14 @@ class GameRow:
     moves: int
     fallbacks: dict[str, int]  # per player with any: how many
     sgf: str
+    # Per player, what a model said on its fallback moves (recordings that kept it).
+    said: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not self.said:
+            del data["said"]  # a report of runs without model replies reads as before
+        return data
 
 
 def pair_rows(games: Sequence[GameData], player: str, opponent: str) -> list[PairRow]:
@@ -132,6 +137,8 @@ def game_rows(games: Sequence[GameData], runs: Sequence[RunData]) -> list[GameRo
             fallbacks={n: sum(c.values()) for n, c in line.fallbacks.items()
                        if sum(c.values())},
             sgf=str(sgf),
+            said={n: [note.model_dump(mode="json", exclude_none=True) for note in notes]
+                  for n, notes in sorted(line.replies.items()) if notes},
         ))
     return rows
 

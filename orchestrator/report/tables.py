@@ -216,6 +216,47 @@ def latency_table(report: dict) -> Table:
                  tuple(rows))
 
 
+def tokens_table(report: dict) -> Table | None:
+    """Tokens per move and per game of the players whose replies reported them (None when
+    no player's did: the table is left out)."""
+    rows = []
+    for player, p in report["players"].items():
+        tok = p.get("tokens")
+        if tok is None:
+            continue
+        rows.append((name(report, player), str(tok["moves"]), str(tok["games"]),
+                     _per(tok["prompt_per_move"]), _per(tok["completion_per_move"]),
+                     _per(tok["prompt_per_game"]), _per(tok["completion_per_game"])))
+    if not rows:
+        return None
+    return Table(("player", "replies with usage", "games", "prompt tokens/move",
+                  "completion tokens/move", "prompt tokens/game", "completion tokens/game"),
+                 tuple(rows))
+
+
+def _per(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+SAID_SHOWN = 3  # notes per player in a game's row
+SAID_CHARS = 60
+
+
+def said_text(said: dict) -> str:
+    """What the models said on their fallback moves, e.g. ``b said 'D4' (move 4,
+    illegal:occupied)``, a few per player, each cut short."""
+    parts = []
+    for player, notes in sorted(said.items()):
+        for note in notes[:SAID_SHOWN]:
+            text = " ".join((note.get("reply") or "").split())
+            if len(text) > SAID_CHARS:
+                text = text[:SAID_CHARS] + "…"
+            parts.append(f"{player} said {text!r} (move {note['move']}, {note['reason']})")
+        if len(notes) > SAID_SHOWN:
+            parts.append(f"{len(notes) - SAID_SHOWN} more")
+    return "; ".join(parts)
+
+
 def verdict_lines(report: dict) -> list[tuple[str, str]]:
     """The verdict box's key lines (its sentence is ``report["verdict"]["sentence"]``)."""
     v = report["verdict"]
@@ -261,6 +302,8 @@ def games_table(report: dict, sgf_cell) -> Table:
     rows = []
     for g in report["games"]:
         fb = ", ".join(f"{n} {c}" for n, c in sorted(g["fallbacks"].items())) or "0"
+        if g.get("said"):
+            fb += f": {said_text(g['said'])}"
         rows.append((
             *((g["run"],) if several else ()), str(g["game"]),
             "" if g["pair"] is None else str(g["pair"]), g["black"], g["white"],

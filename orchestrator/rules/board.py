@@ -277,9 +277,37 @@ class Board:
         return True
 
     def legal_moves(self, color: int) -> list[int]:
-        """Every legal stone placement for ``color``, ascending (passing is always legal too)."""
+        """Every legal stone placement for ``color``, ascending (passing is always legal too).
+
+        One pass over the empty points (a VLM player asks this on every move): a point with
+        an empty neighbour that captures nothing needs only the superko look-up; the others
+        are judged in full."""
+        if color != BLACK and color != WHITE:
+            return []
         stones = self.stones
-        return [p for p in range(self.area) if not stones[p] and self.is_legal(color, p)]
+        adj = self._adj
+        group_at = cast("list[Group]", self._group_at)  # read at stones only
+        keys = self._zobrist[color]
+        history = self.history
+        position = self.hash
+        out = []
+        for p in range(self.area):
+            if stones[p]:
+                continue
+            empty = captures = False
+            for q in adj[p]:
+                s = stones[q]
+                if not s:
+                    empty = True
+                elif s != color and len(group_at[q].liberties) == 1:
+                    captures = True
+                    break
+            if empty and not captures:
+                if position ^ keys[p] not in history:
+                    out.append(p)
+            elif self.is_legal(color, p):
+                out.append(p)
+        return out
 
     def play(self, color: int, point: int) -> MoveResult:
         """Place a stone (or pass) and return what happened; raise before changing

@@ -49,6 +49,7 @@ from orchestrator.sgf.model import (
     GAME_PROP,
     LATENCY_PROP,
     MAX_SIZE,
+    REPLY_PROP,
     RUN_PROP,
     SOURCE_PROP,
     VOID_PROP,
@@ -71,8 +72,8 @@ from orchestrator.sgf.text import decode_text
 from orchestrator.sgf.writer import write_sgf
 
 __all__ = [
-    "BLACK_PLAYER_PROP", "END_PROP", "GAME_PROP", "LATENCY_PROP", "MAX_SIZE", "RUN_PROP",
-    "SOURCE_PROP", "VOID_PROP", "WHITE_PLAYER_PROP", "CorruptCoordinate", "EmptyFile",
+    "BLACK_PLAYER_PROP", "END_PROP", "GAME_PROP", "LATENCY_PROP", "MAX_SIZE", "REPLY_PROP",
+    "RUN_PROP", "SOURCE_PROP", "VOID_PROP", "WHITE_PLAYER_PROP", "CorruptCoordinate", "EmptyFile",
     "NotNineteen", "NotSupported", "Setup", "SgfError", "SgfGame", "SgfMove", "TooLarge",
     "Truncated", "Unparseable", "Unreadable", "decode_text", "read_games", "write_sgf",
 ]

@@ -20,7 +20,13 @@ import re
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
-from orchestrator.sgf.model import LATENCY_PROP, SOURCE_PROP, Truncated, Unparseable
+from orchestrator.sgf.model import (
+    LATENCY_PROP,
+    REPLY_PROP,
+    SOURCE_PROP,
+    Truncated,
+    Unparseable,
+)
 
 # One token is either a run of plain move nodes (``;B[pd];W[dp]``, or with the
 # servers' time left ``BL[1797]WL[1795]``, which go19 does not keep: most of any
@@ -46,7 +52,7 @@ STREAM_CHARS = 1 << 20
 MAX_ROOT_PROPERTIES = 1000
 # What a node after the root keeps (MOVE_NODE) and what makes it worth keeping (PLAYED).
 PLAYED = frozenset({"B", "W", "AB", "AW", "AE"})
-MOVE_NODE = PLAYED | {"C", SOURCE_PROP, LATENCY_PROP}
+MOVE_NODE = PLAYED | {"C", SOURCE_PROP, LATENCY_PROP, REPLY_PROP}
 LISTS = frozenset({"AB", "AW", "AE"})  # every value counts
 EMPTY: dict[str, list[str]] = {}  # shared: never written to
 

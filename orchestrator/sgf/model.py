@@ -17,6 +17,7 @@ WHITE_PLAYER_PROP = "GOXIXW"
 VOID_PROP = "GOXIXVOID"
 SOURCE_PROP = "GOXIXSRC"
 LATENCY_PROP = "GOXIXMS"  # milliseconds the player took to answer this move
+REPLY_PROP = "GOXIXREPLY"  # a model's reply to this move: tokens, and its text if kept (JSON)
 
 MAX_SIZE = 52  # FF[4]: columns and rows are a-z then A-Z
 
@@ -107,6 +108,7 @@ class SgfMove:
     source: str | None = None  # SOURCE_PROP: None when the player's own policy chose it
     comment: str | None = None  # the node's C[]
     ms: float | None = None  # LATENCY_PROP: how long the player took to answer, if recorded
+    reply: str | None = None  # REPLY_PROP: the JSON text, as written
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from orchestrator.sgf.grammar import RUN_MOVE_RE, Node, main_lines
 from orchestrator.sgf.model import (
     LATENCY_PROP,
     MAX_SIZE,
+    REPLY_PROP,
     SOURCE_PROP,
     CorruptCoordinate,
     EmptyFile,
@@ -190,11 +191,13 @@ def _node_moves(props: dict[str, list[str]], moves: list[SgfMove], table: dict[s
             point = _move_point(values[0], table, size, number, letter)
             source = props.get(SOURCE_PROP)
             comment = props.get("C")
+            reply = props.get(REPLY_PROP)
             moves.append(SgfMove(
                 color, point,
                 _simple_text(source[0]) if source else None,
                 _text(comment[0]) if comment else None,
                 _latency(props.get(LATENCY_PROP)),
+                _text(reply[0]) if reply else None,
             ))
 
 

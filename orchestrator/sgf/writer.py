@@ -9,7 +9,7 @@ from functools import cache
 from orchestrator import __version__
 from orchestrator.color import BLACK
 from orchestrator.coords import PASS, to_sgf
-from orchestrator.sgf.model import LATENCY_PROP, SOURCE_PROP, Setup, SgfGame
+from orchestrator.sgf.model import LATENCY_PROP, REPLY_PROP, SOURCE_PROP, Setup, SgfGame
 
 _IDENT_RE = re.compile(r"[A-Z]+")
 _WRITER_OWNED = frozenset(
@@ -104,6 +104,8 @@ def write_sgf(game: SgfGame, extra: Mapping[str, str] | None = None) -> bytes:
             out.append(f"{SOURCE_PROP}[{_escape(move.source)}]")
         if move.ms is not None:
             out.append(f"{LATENCY_PROP}[{move.ms:.1f}]")
+        if move.reply is not None:
+            out.append(f"{REPLY_PROP}[{_escape(move.reply)}]")
         if move.comment is not None:
             out.append(f"C[{_escape(move.comment)}]")
     for setup in setups[pending:]:

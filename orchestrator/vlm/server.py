@@ -105,7 +105,7 @@ async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[Ser
                 address = _address(*options.openai)
                 app = openai_app(batcher, models,
                                  Defaults(options.max_new_tokens, options.temperature))
-                listener = bind_listener(*options.openai)  # OSError now, before anything is served
+                listener = bind_listener(*options.openai)  # a port in use: OSError here
                 url = (await nursery.start(serve_app, app, listener)).rstrip("/") + "/v1"
         except OSError as exc:
             failure = ListenError(f"cannot listen on {address}: {exc.strerror or exc}")

@@ -1,6 +1,6 @@
 """The seats of ``go19 play``: what sits in a :class:`Player`'s place for each side of
 the five modes. A human seat waits for a legal click, the AI seat is the local heuristic
-AI, a VLM seat asks a GO19 server; each tells the page's
+AI, a VLM seat asks a GO19 server or an OpenAI-compatible one; each tells the page's
 :class:`~orchestrator.web.session.PlaySession` what it is doing. The clocks, the page's
 "cancel VLM response" and the fallback marks are the referee's (collect's
 :func:`~orchestrator.collect.referee.play_game`), as in a collected game."""
@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator.coords import PASS, to_gtp
-from orchestrator.players.base import RESIGN, ConnectionFailed
-from orchestrator.players.go19 import Go19Player, Go19Service
+from orchestrator.players.base import RESIGN, ConnectionFailed, Player
+from orchestrator.players.go19 import Go19Player, Go19Service, board_png
 from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.players.openai import OpenAIPlayer
 from orchestrator.protocol import go19 as wire
 from orchestrator.render import RenderSettings
 from orchestrator.rules.board import IllegalMove
@@ -85,19 +86,29 @@ class _RecordingEndpoint:
 
 
 class VlmSeat:
-    """A GO19 server, asked with pictures drawn as ``render`` says. A failed connection
-    also shows on the server's row."""
+    """A GO19 server (an endpoint) or an OpenAI-compatible one (its player), asked with
+    pictures drawn as ``render`` says. A failed connection also shows on the server's
+    row."""
 
-    def __init__(self, session: PlaySession, index: int, endpoint: Go19Service,
+    def __init__(self, session: PlaySession, index: int, server: Go19Service | OpenAIPlayer,
                  name: str, render: RenderSettings) -> None:
         self.session = session
         self.index = index
         self.name = name
-        self._player = Go19Player(_RecordingEndpoint(endpoint, session), name, render)
+        self.render = render
+        self._player: Player
+        self._draws = isinstance(server, OpenAIPlayer)  # the request's PNG is not seen
+        if isinstance(server, OpenAIPlayer):
+            self._player = server
+        else:
+            self._player = Go19Player(_RecordingEndpoint(server, session), name, render)
 
     async def genmove(self, game: Game) -> int:
         session = self.session
         session.thinking = self.name
+        if self._draws:  # the same picture the player sends ("what the VLM sees")
+            session.vlm_png = board_png(game, self.render)
+            session.vlm_png_version += 1
         session.changed()
         try:
             return await self._player.genmove(game)

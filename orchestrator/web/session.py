@@ -39,7 +39,9 @@ from orchestrator.coords import PASS
 from orchestrator.events import Event, Fallback
 from orchestrator.files import atomic_write
 from orchestrator.players.base import RESIGN, Player
-from orchestrator.players.go19 import Go19Endpoint, format_address
+from orchestrator.players.go19 import Go19Endpoint
+from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlayer
+from orchestrator.prompt import read_template
 from orchestrator.recordings import VOID_DIR, PlayerMeta
 from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
@@ -60,6 +62,7 @@ if TYPE_CHECKING:  # what play_game returns, only named in annotations
 
 MOVE_CAP = 722
 VOID_AFTER = FallbackRule.model_validate({}).void_after  # collect's: more fallbacks, void game
+Endpoint = Go19Endpoint | OpenAIEndpoint
 
 
 class PlaySession:
@@ -93,7 +96,7 @@ class PlaySession:
         self._estimate: tuple[tuple[int, int], str] | None = None  # (game, move), line
         self._refused = False  # the last settings edit was refused: its reason stays shown
         self._snapshot: tuple[int, str] = (-1, "")
-        self._endpoints: dict[int, Go19Endpoint] = {}
+        self._endpoints: dict[int, Endpoint] = {}
         self._games_scope: trio.CancelScope | None = None
         self._games_done: trio.Event | None = None
 
@@ -105,7 +108,11 @@ class PlaySession:
         if "settings" in message and not self._apply(message["settings"]):
             return
         if kind == "new":
-            self.new_game()
+            problem = self.settings.missing_model()
+            if problem is not None:
+                self.say(problem, "error")
+            else:
+                self.new_game()
         elif kind == "click":
             point = message.get("point")
             if type(point) is not int or not 0 <= point < SIZE * SIZE:  # JSON true is no point
@@ -124,7 +131,8 @@ class PlaySession:
             if index in (1, 2):
                 host, port = self.settings.server(index)
                 auto = getattr(self.settings, f"auto_reconnect{index}")
-                self.checks[index].check(self.nursery, host, port, self.settings.timeout, auto)
+                self.checks[index].check(self.nursery, host, port, self.settings.timeout, auto,
+                                         self.settings.model(index))
         elif kind != "settings":
             self.say(f"unknown request {kind!r}", "error")
         self.changed()
@@ -143,7 +151,7 @@ class PlaySession:
         self._refused = False
         old, self.settings = self.settings, settings
         for i, check in self.checks.items():
-            if settings.server(i) != old.server(i):
+            if settings.row(i) != old.row(i):
                 check.forget()  # the label spoke of another address
             elif not getattr(settings, f"auto_reconnect{i}"):
                 check.stop()
@@ -177,11 +185,12 @@ class PlaySession:
             self.say(fallback_status(event), "info" if event.reason == "cancelled" else "error")
 
     def server_failed(self, index: int, reason: str) -> None:
-        host, port = self.game_settings.server(index)
+        settings = self.game_settings
+        host, port = settings.server(index)
         auto = getattr(self.settings, f"auto_reconnect{index}")
         self.checks[index].failed(self.nursery, host, port,
-                                  reason.removeprefix(f"{format_address((host, port))}: "),
-                                  self.settings.timeout, auto)
+                                  reason.removeprefix(f"{settings.where(index)}: "),
+                                  self.settings.timeout, auto, settings.model(index))
 
     def _server_ok(self, index: int) -> None:
         endpoint = self._endpoints.get(index)
@@ -351,7 +360,7 @@ class PlaySession:
                 self.say(f"void game kept apart: {path}" if outcome.void else f"saved {path}",
                          "info")
 
-    def _seats(self, settings: PlaySettings, endpoints: dict[int, Go19Endpoint]
+    def _seats(self, settings: PlaySettings, endpoints: dict[int, Endpoint]
                ) -> tuple[dict[int, Player], dict[str, PlayerMeta]]:
         mode = settings.mode
         mine = BLACK if settings.color == "black" else WHITE
@@ -370,12 +379,22 @@ class PlaySession:
             return AiSeat(self, "heuristic-ai", seed)
 
         def vlm(index: int) -> VlmSeat:
-            where = format_address(settings.server(index))
+            where = settings.where(index)
             adapter = settings.adapter(index)
+            endpoint = endpoints[index]
+            if isinstance(endpoint, OpenAIEndpoint):
+                name = adapter or settings.model(index)
+                ask = AskSettings(model=settings.model(index), template=read_template(None),
+                                  render=render)
+                meta[name] = PlayerMeta(kind="openai", adapter=adapter or None,
+                                        model=ask.model, endpoint=where, replicas=[where],
+                                        render=render, prompt_sha256=ask.template_sha256,
+                                        answer=ask.answer)
+                return VlmSeat(self, index, OpenAIPlayer(endpoint, ask, name), name, render)
             name = adapter or f"vlm-{where}"
             meta[name] = PlayerMeta(kind="go19", adapter=adapter or None, endpoint=where,
                                     render=render)
-            return VlmSeat(self, index, endpoints[index], name, render)
+            return VlmSeat(self, index, endpoint, name, render)
 
         seats: dict[int, Player]
         if mode == "hh":
@@ -418,20 +437,25 @@ def _void_text(outcome: RefereedGame) -> str:
 
 
 @asynccontextmanager
-async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Go19Endpoint]]:
-    """The game's GO19 endpoints (server 1, and server 2 when it differs), closed after."""
-    endpoints: dict[int, Go19Endpoint] = {}
+async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Endpoint]]:
+    """The game's endpoints, GO19 or OpenAI-compatible (server 1, and server 2 when it
+    differs), closed after."""
+    endpoints: dict[int, Endpoint] = {}
     if settings.mode in ("av", "hv", "vv"):
         # No backoff in the game: a move the server cannot answer falls back at once, and
         # the next move tries again; the server row's auto-reconnect does the waiting.
-        def open_one(index: int) -> Go19Endpoint:
-            return Go19Endpoint([settings.server(index)],
-                                connect_timeout=min(settings.timeout, 5.0), backoff_step=0.0,
-                                backoff_cap=0.0, max_failures=MOVE_CAP + 1)
+        def open_one(index: int) -> Endpoint:
+            connect = min(settings.timeout, 5.0)
+            if settings.is_openai(index):
+                return OpenAIEndpoint([settings.where(index)], settings.model(index),
+                                      connect_timeout=connect, backoff_step=0.0,
+                                      backoff_cap=0.0, max_failures=MOVE_CAP + 1)
+            return Go19Endpoint([settings.server(index)], connect_timeout=connect,
+                                backoff_step=0.0, backoff_cap=0.0, max_failures=MOVE_CAP + 1)
 
         endpoints[1] = open_one(1)
         if settings.mode == "vv":
-            same = settings.server(2) == settings.server(1)
+            same = settings.row(2) == settings.row(1)
             endpoints[2] = endpoints[1] if same else open_one(2)
     try:
         yield endpoints

@@ -15,9 +15,9 @@ from pydantic import (
     model_validator,
 )
 
-from orchestrator.players.address import check_host
-from orchestrator.players.go19 import format_address
+from orchestrator.players.address import check_host, parse_base_url
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
+from orchestrator.web.connection import is_base_url, row_address
 from orchestrator.web.seats import SIZE
 
 Mode = Literal["hh", "ha", "av", "hv", "vv"]
@@ -29,6 +29,7 @@ MODE_NAMES = {
     "vv": "VLM vs VLM",
 }
 ADAPTER_NAME = r"^[A-Za-z0-9_.:+-]*$"
+MODEL_NAME = r"^[A-Za-z0-9_.:/@+-]*$"  # vLLM's LoRA names, SGLang's BASE:ADAPTER
 
 
 class PlaySettings(BaseModel):
@@ -44,6 +45,9 @@ class PlaySettings(BaseModel):
     port2: int | None = Field(None, ge=1, le=65535)
     adapter1: str = Field("", max_length=64, pattern=ADAPTER_NAME)
     adapter2: str = Field("", max_length=64, pattern=ADAPTER_NAME)
+    # A row whose host is an OpenAI-compatible base URL (its port is the URL's) asks this.
+    model1: str = Field("", max_length=200, pattern=MODEL_NAME)
+    model2: str = Field("", max_length=200, pattern=MODEL_NAME)
     timeout: float = Field(30.0, gt=0, le=3600)
     komi: float = Field(2.5, ge=0.0, le=30.5, multiple_of=0.5)
     training: bool = False
@@ -62,7 +66,8 @@ class PlaySettings(BaseModel):
             raise ValueError(str(exc)) from None
         return value
 
-    @field_validator("host1", "host2", "adapter1", "adapter2", mode="before")
+    @field_validator("host1", "host2", "adapter1", "adapter2", "model1", "model2",
+                     mode="before")
     @classmethod
     def _stripped(cls, value: object) -> object:
         return value.strip() if isinstance(value, str) else value
@@ -75,14 +80,16 @@ class PlaySettings(BaseModel):
     @field_validator("host1", "host2")
     @classmethod
     def _host(cls, value: str, info: ValidationInfo) -> str:
+        if is_base_url(value):
+            return str(parse_base_url(value))  # an AddressError is a ValueError: one line
         if value or info.field_name == "host1":  # host2 may be blank: self-play
-            return check_host(value)  # an AddressError is a ValueError: one line
+            return check_host(value)
         return value
 
     @model_validator(mode="after")
     def _two_names(self) -> PlaySettings:
         if (self.mode == "vv" and self.adapter1 and self.adapter1 == self.adapter2
-                and self.server(1) != self.server(2)):
+                and self.row(1) != self.row(2)):
             raise ValueError("servers 1 and 2 have the same adapter name: one name, one "
                              "player (leave server 2 blank for self-play)")
         return self
@@ -99,6 +106,31 @@ class PlaySettings(BaseModel):
             return self.adapter2
         return self.adapter1
 
+    def model(self, index: int) -> str:
+        """The model an OpenAI row asks for (server 2 blank: server 1's)."""
+        return self.model2 if index == 2 and self.host2 else self.model1
+
+    def is_openai(self, index: int) -> bool:
+        return is_base_url(self.server(index)[0])
+
+    def where(self, index: int) -> str:
+        """Server ``index`` in words: its base URL or ``host:port``."""
+        return row_address(*self.server(index))
+
+    def row(self, index: int) -> tuple[str, int, str]:
+        """What makes a row's player: its server and, for a base URL, its model."""
+        return (*self.server(index), self.model(index) if self.is_openai(index) else "")
+
+    def missing_model(self) -> str | None:
+        """Why a game cannot start yet: a base URL row the game uses names no model (a
+        check, in the form, while typing: the row's check lists the models served)."""
+        used = (1, 2) if self.mode == "vv" else (1,) if self.mode in ("av", "hv") else ()
+        for index in used:
+            if self.is_openai(index) and not self.model(index):
+                return (f"server {index} is an OpenAI base URL: give the model it serves "
+                        "(vLLM: the --lora-modules name; check connection lists them)")
+        return None
+
     def applies(self) -> list[tuple[str, object]]:
         """What a new game takes from these settings, as (label, value) pairs: a change in
         one of them waits for the next game."""
@@ -107,7 +139,9 @@ class PlaySettings(BaseModel):
         if mode in ("ha", "hv", "av"):
             items.append(("AI colour" if mode == "av" else "your colour", self.color))
         for index in (1, 2) if mode == "vv" else (1,) if mode in ("av", "hv") else ():
-            items.append((f"server {index}", format_address(self.server(index))))
+            items.append((f"server {index}", self.where(index)))
+            if self.is_openai(index):
+                items.append((f"model {index}", self.model(index)))
             items.append((f"adapter {index}", self.adapter(index) or "(none)"))
         return items
 

@@ -27,7 +27,8 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name", ["demo.toml", "r5_vs_r4.toml", "vs_gnugo.toml"])
+@pytest.mark.parametrize("name", ["demo.toml", "r5_vs_r4.toml", "vs_gnugo.toml",
+                                  "vllm_r5_vs_r4.toml"])
 def test_shipped_matchups_load(name: str) -> None:
     matchup = load_matchup(REPO / "matchups" / name)
     assert matchup.pairing.black in matchup.players

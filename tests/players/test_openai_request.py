@@ -171,7 +171,7 @@ async def test_api_key_travels_only_in_its_header(nursery, monkeypatch, caplog) 
     async with OpenAIEndpoint([url], "r5", api_key=key, on_event=events.append) as endpoint:
         player = OpenAIPlayer(endpoint, settings(), "r5")
         answered = await player.answer(Game())
-        texts = [repr(endpoint), str(endpoint), repr(endpoint.link), repr(endpoint.link.transport),
+        texts = [repr(endpoint), str(endpoint), repr(endpoint.link), repr(endpoint.link.client),
                  repr(endpoint.replica_stats()), repr(player.settings), repr(answered)]
     async with OpenAIEndpoint([url], "r5") as keyless:
         refused = await OpenAIPlayer(keyless, settings(), "r5").answer(Game())

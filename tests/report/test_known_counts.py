@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.ratings import Wdl, sprt
+from orchestrator.recordings import parse_record
 from orchestrator.report.build import ReportError, write_report
 from tests.report.synth import Game, write_run
 
@@ -238,3 +239,16 @@ def test_combined_runs_rate_three_players_with_an_anchor(run_dir: Path, tmp_path
 def test_unknown_anchor_is_one_line_error(run_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="anchor 'nobody' played no games"):
         write_report([run_dir], tmp_path / "out", anchor={"nobody": 0.0})
+
+
+def test_a_run_without_model_replies_reads_as_before(run_dir: Path, tmp_path: Path) -> None:
+    """No tokens, no replies in the records: no Tokens table, no "said" anywhere."""
+    report = write_report([run_dir], tmp_path / "out")
+    assert all("tokens" not in p for p in report["players"].values())
+    assert all("said" not in g for g in report["games"])
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "## Tokens" not in markdown and " said " not in markdown
+    # A record without them writes its line without them, as a GO19 run's recorder does.
+    for line in (run_dir / "games.jsonl").read_text().splitlines():
+        written = json.loads(parse_record(line).to_json())
+        assert "tokens" not in written and "replies" not in written

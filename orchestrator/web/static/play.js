@@ -11,7 +11,8 @@ const $ = (id) => document.getElementById(id);
 // Setting name -> form element id.
 const FIELDS = {
   mode: "mode", color: "colour", host1: "host1", port1: "port1", adapter1: "adapter1",
-  host2: "host2", port2: "port2", adapter2: "adapter2", timeout: "timeout", komi: "komi",
+  model1: "model1", host2: "host2", port2: "port2", adapter2: "adapter2", model2: "model2",
+  timeout: "timeout", komi: "komi",
   training: "training", auto_restart: "auto-restart", stop_after: "stop-after",
   auto_reconnect1: "auto-reconnect1", auto_reconnect2: "auto-reconnect2",
 };
