@@ -27,26 +27,8 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.cpu_meter import CpuMeter  # noqa: E402
 from orchestrator.collect.run import CollectOptions, collect  # noqa: E402
-
-
-class CpuMeter:
-    """Wraps a synchronous function and adds up the CPU spent inside it."""
-
-    def __init__(self, module, name: str) -> None:
-        self.cpu = 0.0
-        self.calls = 0
-        inner = getattr(module, name)
-
-        def timed(*args, **kwargs):
-            start = time.process_time()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.cpu += time.process_time() - start
-                self.calls += 1
-
-        setattr(module, name, timed)
 
 
 def matchup_text(port: int, slots: int, concurrency: int, move_cap: int = 722) -> str:

@@ -37,6 +37,7 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.cpu_meter import CpuMeter  # noqa: E402
 from orchestrator import render as render_module  # noqa: E402
 from orchestrator.collect.referee import GameSpec, RefereeSettings, play_game  # noqa: E402
 from orchestrator.players import openai_wire  # noqa: E402
@@ -48,32 +49,6 @@ from orchestrator.prompt import read_template  # noqa: E402
 from orchestrator.rules.game import Game  # noqa: E402
 
 GAME_CAP = 300  # moves per self-play game
-
-
-class CpuMeter:
-    """Wraps a module's function and adds up the CPU spent inside it."""
-
-    def __init__(self, module, name: str) -> None:
-        self.cpu = 0.0
-        self.calls = 0
-        inner = getattr(module, name)
-
-        def timed(*args, **kwargs):
-            start = time.process_time()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.cpu += time.process_time() - start
-                self.calls += 1
-
-        setattr(module, name, timed)
-        self._restore = lambda: setattr(module, name, inner)
-
-    def per_call_ms(self) -> float:
-        return self.cpu / max(1, self.calls) * 1000
-
-    def close(self) -> None:
-        self._restore()
 
 
 class Server:
