@@ -75,6 +75,7 @@ class ReviewOptions:
     max_in_flight: int = 4  # games asked at once per engine, as go19 label
     max_restarts: int = 3
     queue: int = QUEUE_SIZE
+    niceness: int = NICENESS
 
     def run_options(self) -> RunOptions:
         return RunOptions(visits=self.visits, max_in_flight=self.max_in_flight,
@@ -147,6 +148,7 @@ class LiveReview:
         self._lagged = 0
         self._writing = trio.CapacityLimiter(1)  # the writer and the numbers: one thread
         self._idle = trio.Event()
+        self._started = trio.Event()  # a resumed run's games are queued
         self._scope: trio.CancelScope | None = None
 
     # -- before the games ---------------------------------------------------------------
@@ -200,6 +202,7 @@ class LiveReview:
         started = trio.current_time()
         try:
             await self._resumed(self._state.records)
+            self._started.set()
             self._emit(ReviewStarted(self.options.engines, self.options.visits,
                                      str(self.folder), self.behind))
             with trio.CancelScope() as self._scope:
@@ -216,10 +219,12 @@ class LiveReview:
                                  "engines": self.options.engines, "collect": True,
                                  "finished": self.behind == 0 and self.stopped is None})
             self.writer.flush()
+            self._started.set()
             self._idle.set()
 
     async def finish(self) -> None:
         """Wait until every recorded game is labelled (or the review stopped)."""
+        await self._started.wait()
         if self.behind and self.stopped is None:
             await self._idle.wait()
 
@@ -270,7 +275,7 @@ class LiveReview:
             labelled = self.result.labelled
             try:
                 async with open_katago(self.options.binary, self.options.model,
-                                       self.options.config, log, niceness=NICENESS,
+                                       self.options.config, log, niceness=self.options.niceness,
                                        own_session=True) as engine:
                     if not self.result.engine:
                         await self._describe(engine)

@@ -163,7 +163,12 @@ def run(args: argparse.Namespace) -> int:
         from orchestrator.report.build import write_report
 
         out = args.reports / summary.run_dir.name
-        write_report([summary.run_dir], out, console=True)
+        report = write_report([summary.run_dir], out, console=True)
+        if review is not None:  # as go19 review ends
+            from orchestrator.report.quality_tables import verdict_lines
+
+            for name, line in verdict_lines(report):
+                print(f"{name}: {line}")
     return summary.exit_code
 
 
