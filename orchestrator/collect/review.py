@@ -16,15 +16,15 @@ loop in a worker thread, as is reading its SGF and the running numbers' bootstra
 resumed run (``--resume --review``) queues its recorded games that the folder lacks and
 counts the labelled ones in the quality line.
 
-KataGo faults are ``go19 label``'s: one that does not start before the run is a preflight
-failure (exit 3); one that dies is restarted with its games in flight asked again, and
-after ``max_restarts`` deaths in a row without a labelled game the review stops in one line
-while the collection goes on.
+KataGo faults are ``go19 label``'s. The engines start before the first game: one that does
+not is a preflight failure (one line, exit 3, a new run folder removed), and their start-up
+(the net loaded) never competes with the games. One that dies is restarted with its games
+in flight asked again, and after ``max_restarts`` deaths in a row without a labelled game
+the review stops in one line while the collection goes on.
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +55,7 @@ from orchestrator.recordings import JournalRecord
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.review.games import review_game
 from orchestrator.review.running import RunningQuality
+from orchestrator.words import plural
 
 QUEUE_SIZE = 10_000  # recorded games waiting for KataGo (a path each)
 LAG_EVERY = 10  # ReviewLagging at every 10 more games behind
@@ -83,20 +84,6 @@ class ReviewOptions:
 
     def files(self, log: Path) -> EngineFiles:
         return EngineFiles(self.binary, self.model, self.config, log)
-
-
-async def preflight(options: ReviewOptions, say: Callable[[str], None]) -> None:
-    """Start KataGo once before the run folder exists, as the players are checked: one line,
-    and :class:`ReviewError` if it does not answer."""
-    with tempfile.TemporaryDirectory(prefix="go19-review-") as folder:
-        try:
-            async with open_katago(options.binary, options.model, options.config,
-                                   Path(folder) / "katago.log") as engine:
-                say(f"● OK      review: KataGo {engine.version} "
-                    f"({options.model.name})")
-        except KataGoDied as exc:
-            say(f"● FAILED  review: KataGo {options.binary}: {exc}")
-            raise ReviewError(f"--review: KataGo did not start: {exc}") from None
 
 
 @dataclass
@@ -195,32 +182,52 @@ class LiveReview:
 
     # -- beside the games -------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Label the queue until cancelled (the run's end) or stopped (KataGo keeps
-        dying); the label folder records the run whatever happens."""
+    async def run(self, say: Callable[[str], None],
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start the engines (``say`` gets one line; :class:`ReviewError` if one does not
+        start), then label the queue until cancelled (the run's end) or stopped (KataGo
+        keeps dying); the label folder records the run whatever happens after the start."""
         assert self._state is not None and self.writer is not None
         started = trio.current_time()
+        failed: ReviewError | None = None
         try:
-            await self._resumed(self._state.records)
-            self._started.set()
-            self._emit(ReviewStarted(self.options.engines, self.options.visits,
-                                     str(self.folder), self.behind))
             with trio.CancelScope() as self._scope:
                 async with trio.open_nursery() as nursery:
-                    for k in range(self.options.engines):
-                        nursery.start_soon(self._engine, k)
+                    try:
+                        for k in range(self.options.engines):
+                            await nursery.start(self._engine, k)
+                    except ReviewError as exc:
+                        failed = exc
+                        say(f"● FAILED  review: {exc}")
+                        nursery.cancel_scope.cancel()
+                    else:
+                        say(f"● OK      review: KataGo {self.result.engine.get('version')} "
+                            f"({self.options.model.name}), "
+                            f"{plural(self.options.engines, 'engine')}")
+                        task_status.started()
+                        await self._resumed(self._state.records)
+                        self._started.set()
+                        self._emit(ReviewStarted(self.options.engines, self.options.visits,
+                                                 str(self.folder), self.behind))
         finally:
-            r = self.result
-            r.seconds = trio.current_time() - started
-            self.writer.add_run({"seconds": round(r.seconds, 3), "games": r.games,
-                                 "labelled": r.labelled, "positions": r.positions,
-                                 "errors": r.errors, "restarts": r.restarts,
-                                 "max_in_flight": self.options.max_in_flight,
-                                 "engines": self.options.engines, "collect": True,
-                                 "finished": self.behind == 0 and self.stopped is None})
-            self.writer.flush()
+            if failed is None:
+                self._record(trio.current_time() - started)
             self._started.set()
             self._idle.set()
+        if failed is not None:
+            raise failed
+
+    def _record(self, seconds: float) -> None:
+        assert self.writer is not None
+        r = self.result
+        r.seconds = seconds
+        self.writer.add_run({"seconds": round(r.seconds, 3), "games": r.games,
+                             "labelled": r.labelled, "positions": r.positions,
+                             "errors": r.errors, "restarts": r.restarts,
+                             "max_in_flight": self.options.max_in_flight,
+                             "engines": self.options.engines, "collect": True,
+                             "finished": self.behind == 0 and self.stopped is None})
+        self.writer.flush()
 
     async def finish(self) -> None:
         """Wait until every recorded game is labelled (or the review stopped)."""
@@ -266,32 +273,41 @@ class LiveReview:
         if self._scope is not None:
             self._scope.cancel()
 
-    async def _engine(self, k: int) -> None:
-        """One KataGo and its workers; restarted when it dies, as go19 label restarts."""
+    async def _engine(self, k: int,
+                      task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """One KataGo and its workers; restarted when it dies, as go19 label restarts. Its
+        first start is the review's preflight: :class:`ReviewError` if it fails."""
         deaths = 0
+        first = True
         retry: list[_Item] = []
         log = self.folder / f"katago-{k}.log"
         while self.stopped is None:
             labelled = self.result.labelled
+            died: BaseException | None = None
             try:
                 async with open_katago(self.options.binary, self.options.model,
-                                       self.options.config, log, niceness=self.options.niceness,
+                                       self.options.config, log,
+                                       niceness=self.options.niceness,
                                        own_session=True) as engine:
                     if not self.result.engine:
                         await self._describe(engine)
+                    if first:
+                        first = False
+                        task_status.started()
                     async with trio.open_nursery() as nursery:
                         for _ in range(self.options.max_in_flight):
                             nursery.start_soon(self._worker, engine, retry)
             except* KataGoDied as group:
-                death = group.exceptions[0]
-                deaths = 1 if self.result.labelled > labelled else deaths + 1
-                if deaths > self.options.max_restarts:
-                    self._stop(f"KataGo died {deaths} times in a row without labelling a "
-                               f"game; last: {death}")
-                else:
-                    self.result.restarts += 1
-                    self._emit(ReviewEngineDied(k, str(death), deaths,
-                                                self.options.max_restarts))
+                died = group.exceptions[0]
+            if first:
+                raise ReviewError(f"KataGo did not start: {died}")
+            deaths = 1 if self.result.labelled > labelled else deaths + 1
+            if deaths > self.options.max_restarts:
+                self._stop(f"KataGo died {deaths} times in a row without labelling a game; "
+                           f"last: {died}")
+            else:
+                self.result.restarts += 1
+                self._emit(ReviewEngineDied(k, str(died), deaths, self.options.max_restarts))
 
     async def _describe(self, engine: KataGoEngine) -> None:
         models = await engine.query_models()
@@ -303,7 +319,7 @@ class LiveReview:
         try:
             self.writer.set_engine(self.result.engine)
         except LabelError as exc:  # a resumed folder labelled with another net
-            self._stop(str(exc))
+            raise ReviewError(str(exc)) from None
 
     async def _worker(self, engine: KataGoEngine, retry: list[_Item]) -> None:
         while True:

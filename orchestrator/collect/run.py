@@ -39,7 +39,6 @@ from orchestrator.collect.recorder import (
     write_run_file,
 )
 from orchestrator.collect.review import LiveReview, ReviewError
-from orchestrator.collect.review import preflight as review_preflight
 from orchestrator.collect.schedule import OpeningError, Schedule
 from orchestrator.collect.state import RunState
 from orchestrator.events import OnEvent, RunContinued, RunResumed
@@ -223,11 +222,6 @@ async def collect(
         await check_endpoints(matchup, options.wait_endpoints_s, preflight_log)
     except EndpointsUnreachable as exc:
         raise PlayersUnreachable(str(exc)) from None
-    if review is not None:
-        try:
-            await review_preflight(review.options, preflight_log)
-        except ReviewError as exc:
-            raise PlayersUnreachable(str(exc)) from None
 
     try:
         schedule = Schedule(matchup)  # before the run folder: a bad openings folder
@@ -248,40 +242,49 @@ async def collect(
             raise CollectError(str(exc)) from None
 
     interrupted = False
+    review_failed: str | None = None
     # The wait for the review once the games are over; any Ctrl-C ends it (or skips it).
     review_wait = trio.CancelScope()
     async with trio.open_nursery() as outer:
-        players = await open_players(matchup, outer, run_dir / "logs", on_event=state.emit)
-        # The players' metadata names the embedded servers' ports: known only now.
-        recorder = Recorder(run_dir, {name: h.meta for name, h in players.items()})
-        collector = Collector(matchup, run_dir, schedule, state, players, recorder)
-        if view is not None:
-            outer.start_soon(view, collector)
-        if review is not None:
-            outer.start_soon(review.run)
-        with trio.CancelScope() as games_scope:
-            async def watch_signals() -> None:
-                nonlocal interrupted
-                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        review_wait.cancel()
-                        if not interrupted:
-                            interrupted = True
-                            collector.drain()
-                        else:
-                            games_scope.cancel()
-                            return
+        try:  # KataGo before any game: one that does not start is a preflight failure
+            if review is not None:
+                await outer.start(review.run, preflight_log)
+        except ReviewError as exc:
+            review_failed = str(exc)
+        else:
+            players = await open_players(matchup, outer, run_dir / "logs", on_event=state.emit)
+            # The players' metadata names the embedded servers' ports: known only now.
+            recorder = Recorder(run_dir, {name: h.meta for name, h in players.items()})
+            collector = Collector(matchup, run_dir, schedule, state, players, recorder)
+            if view is not None:
+                outer.start_soon(view, collector)
+            with trio.CancelScope() as games_scope:
+                async def watch_signals() -> None:
+                    nonlocal interrupted
+                    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for _ in signals:
+                            review_wait.cancel()
+                            if not interrupted:
+                                interrupted = True
+                                collector.drain()
+                            else:
+                                games_scope.cancel()
+                                return
 
-            if threading.current_thread() is threading.main_thread():
-                outer.start_soon(watch_signals)
-            await collector.run_games()
-        for handle in collector.players.values():
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                await handle.aclose()
-        if review is not None and collector.fatal is None:
-            with review_wait:
-                await review.finish()
+                if threading.current_thread() is threading.main_thread():
+                    outer.start_soon(watch_signals)
+                await collector.run_games()
+            for handle in collector.players.values():
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await handle.aclose()
+            if review is not None and collector.fatal is None:
+                with review_wait:
+                    await review.finish()
         outer.cancel_scope.cancel()
+    if review_failed is not None:
+        if not resumed:
+            _remove_new_run_dir(run_dir)
+        raise PlayersUnreachable(f"--review: {review_failed}")
     if collector.fatal:
         raise CollectError(collector.fatal)
     removed = interrupted and not resumed and not _recorded(run_dir)

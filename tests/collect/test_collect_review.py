@@ -161,16 +161,29 @@ async def test_ctrl_c_keeps_the_labels_and_resume_labels_the_rest(tmp_path):
 
 
 async def test_a_review_slower_than_the_games_never_holds_them(tmp_path):
+    """KataGo stopped (SIGSTOP) from before the first game until every game is recorded: the
+    games do not wait for it, the queue (2 games) overflows into games left for a resume."""
     heard = Heard()
-    # a queue of 2: the games go on past it, the games it cannot hold are left for a resume
-    summary = await play(tmp_path, 4, review(queue=2), heard)
-    assert summary.exit_code == 0 and summary.state.done == 4
+    paused: list[int] = []
+
+    async def pause_katago(collector: Collector) -> None:
+        paused.extend(_katago_pids(collector.run_dir / "labels"))
+        for pid in paused:
+            os.kill(pid, signal.SIGSTOP)
+        while collector.state.done < 4:
+            await trio.sleep(0.05)  # polls for a state: every game recorded
+        for pid in paused:
+            os.kill(pid, signal.SIGCONT)
+
+    summary = await play(tmp_path, 4, review(queue=2, max_in_flight=1), heard, pause_katago)
+    assert paused and summary.exit_code == 0 and summary.state.done == 4
     kinds = [type(e) for e in heard.events]
     last_recorded = max(i for i, k in enumerate(kinds) if k is GameRecorded)
-    first_reviewed = kinds.index(GameReviewed)
-    assert last_recorded < first_reviewed  # every game recorded before KataGo's first
-    assert len(heard.of(ReviewQueueFull)) == 2
-    assert ok_games(summary.run_dir) == 2
+    assert last_recorded < kinds.index(GameReviewed)  # every game before KataGo's first
+    # one game taken by the stopped KataGo, two in the queue, the fourth left out
+    (full,) = heard.of(ReviewQueueFull)
+    assert full.game == summary.state.records[-1].game
+    assert ok_games(summary.run_dir) == 3
 
 
 def _katago_pids(folder: Path) -> set[int]:
@@ -218,7 +231,7 @@ def test_a_katago_that_does_not_start_stops_the_run_before_any_game(tmp_path):
                   "--katago", "/bin/false", "--model", matchup, "--config", matchup,
                   "--recordings", tmp_path / "rec", cwd=tmp_path)
     assert played.returncode == EXIT_DOWN
-    assert "● FAILED  review: KataGo /bin/false" in played.stdout
+    assert "● FAILED  review: KataGo did not start" in played.stdout
     assert played.stderr.strip().count("\n") == 0  # one line, no traceback
     assert played.stderr.startswith("collect: --review: KataGo did not start")
     assert not (tmp_path / "rec").exists() or not any((tmp_path / "rec").iterdir())
