@@ -5,8 +5,9 @@ quality (:mod:`orchestrator.review.running`).
 
 The games never wait for it. A recorded game goes into a bounded queue without blocking
 (``send_nowait``); when the queue is full the game is left for a resume, said in one line.
-The KataGo processes run at the lowest CPU priority, so that on a machine with few cores
-the games keep theirs. A reviewer slower than the games falls behind, which the dashboard
+The KataGo processes run on CPU time nothing else wants (Linux's SCHED_IDLE), so that on a
+machine with few cores the games keep theirs; on one with cores to spare KataGo takes them.
+A reviewer slower than the games falls behind, which the dashboard
 shows (``review 12 games behind``); when the games are over the run waits for the review to
 finish the queue (a Ctrl-C stops it there, keeping every game labelled so far).
 
@@ -59,7 +60,6 @@ from orchestrator.words import plural
 
 QUEUE_SIZE = 10_000  # recorded games waiting for KataGo (a path each)
 LAG_EVERY = 10  # ReviewLagging at every 10 more games behind
-NICENESS = 19  # KataGo's CPU priority: the lowest
 
 
 class ReviewError(Exception):
@@ -76,7 +76,7 @@ class ReviewOptions:
     max_in_flight: int = 4  # games asked at once per engine, as go19 label
     max_restarts: int = 3
     queue: int = QUEUE_SIZE
-    niceness: int = NICENESS
+    background: bool = True  # KataGo on idle CPU time only (label/engine.py)
 
     def run_options(self) -> RunOptions:
         return RunOptions(visits=self.visits, max_in_flight=self.max_in_flight,
@@ -287,7 +287,7 @@ class LiveReview:
             try:
                 async with open_katago(self.options.binary, self.options.model,
                                        self.options.config, log,
-                                       niceness=self.options.niceness,
+                                       background=self.options.background,
                                        own_session=True) as engine:
                     if not self.result.engine:
                         await self._describe(engine)

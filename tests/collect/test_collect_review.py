@@ -57,9 +57,9 @@ def go19(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def review(**options: object) -> LiveReview:
-    # Tests run KataGo at the normal priority: at the lowest, a busy test machine starves it.
+    # Tests run KataGo at the normal priority: on idle time only, a busy machine starves it.
     return LiveReview(ReviewOptions(KATAGO.binary, KATAGO.model, KATAGO.config,
-                                    **{"niceness": 0, **options}))  # type: ignore[arg-type]
+                                    **{"background": False, **options}))  # type: ignore[arg-type]
 
 
 def ok_games(run_dir: Path) -> int:
