@@ -62,6 +62,10 @@ QUEUE_SIZE = 10_000  # recorded games waiting for KataGo (a path each)
 LAG_EVERY = 10  # ReviewLagging at every 10 more games behind
 
 
+def _why(exc: Exception) -> str:
+    return (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+
+
 class ReviewError(Exception):
     """The review cannot start (KataGo does not start, the label folder is unusable)."""
 
@@ -205,7 +209,10 @@ class LiveReview:
                             f"({self.options.model.name}), "
                             f"{plural(self.options.engines, 'engine')}")
                         task_status.started()
-                        await self._resumed(self._state.records)
+                        try:
+                            await self._resumed(self._state.records)
+                        except (LabelError, OSError) as exc:  # a folder spoilt meanwhile
+                            self._stop(f"cannot read {self.folder}: {_why(exc)}")
                         self._started.set()
                         self._emit(ReviewStarted(self.options.engines, self.options.visits,
                                                  str(self.folder), self.behind))
@@ -227,7 +234,11 @@ class LiveReview:
                              "max_in_flight": self.options.max_in_flight,
                              "engines": self.options.engines, "collect": True,
                              "finished": self.behind == 0 and self.stopped is None})
-        self.writer.flush()
+        try:
+            self.writer.flush()
+        except (LabelError, OSError) as exc:
+            if self.stopped is None:  # else said already
+                self._stop(f"cannot write {self.folder}: {_why(exc)}")
 
     async def finish(self) -> None:
         """Wait until every recorded game is labelled (or the review stopped)."""
@@ -329,6 +340,9 @@ class LiveReview:
             except KataGoDied:
                 retry.append(item)  # asked again on the next engine
                 raise
+            except (LabelError, OSError) as exc:  # the label folder cannot be written
+                self._stop(f"cannot write {self.folder}: {_why(exc)}")
+                return
 
     async def _review(self, engine: KataGoEngine, item: _Item) -> None:
         path = self._sgf(item.record)
@@ -340,7 +354,6 @@ class LiveReview:
             return
         game = ok[0]
         outcome = _Outcome()
-        self.result.games += 1
         await GameLabeller(outcome, outcome, self.options.run_options(), self.result).label(
             engine, item.order, game)
         status = await trio.to_thread.run_sync(self._write, item, game, outcome,
@@ -367,6 +380,7 @@ class LiveReview:
         return self._quality.status()
 
     def _done(self, event: Event) -> None:
+        self.result.games += 1
         self.behind -= 1
         self._emit(event)
         if self.behind == 0:

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -228,6 +229,22 @@ async def test_a_dying_katago_is_restarted_then_given_up_while_the_games_go_on(t
         log.on_event(event)
     assert any(line.startswith("review: KataGo 0 died") for line in lines)
     assert any(line.startswith("review stopped: KataGo died 2 times") for line in lines)
+
+
+async def test_a_label_folder_that_cannot_be_written_stops_the_review_not_the_games(tmp_path):
+    heard = Heard()
+
+    async def spoil(collector: Collector) -> None:
+        """Once KataGo is up, RUN_DIR/labels becomes a file: every write there fails."""
+        labels = collector.run_dir / "labels"
+        shutil.rmtree(labels)
+        labels.write_text("not a folder")
+
+    summary = await play(tmp_path, 2, review(), heard, spoil)
+    assert summary.exit_code == 0 and summary.state.done == 2
+    (stopped,) = heard.of(ReviewStopped)
+    assert stopped.reason.startswith("cannot write ") and "Not a directory" in stopped.reason
+    assert not heard.of(GameReviewed)
 
 
 def test_a_katago_that_does_not_start_stops_the_run_before_any_game(tmp_path):
