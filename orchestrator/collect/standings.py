@@ -151,7 +151,7 @@ def _(event: RunStop) -> str:
 def _(event: ReviewStarted) -> str:
     waiting = f", {plural(event.behind, 'recorded game')} to label first" if event.behind else ""
     return (f"review: {plural(event.engines, 'KataGo engine')} ({plural(event.visits, 'visit')})"
-            f" label each recorded game into {event.folder}{waiting}")
+            f" labelling each recorded game into {event.folder}{waiting}")
 
 
 @words.register

@@ -151,12 +151,13 @@ async def test_ctrl_c_keeps_the_labels_and_resume_labels_the_rest(tmp_path):
     kept = LabelSet(summary.run_dir / "labels")
     assert len(kept) == 5 * labelled
 
-    again = Heard()
-    resumed = await play(tmp_path, 3, review(), again, resume=summary.run_dir)
+    again = Heard()  # two engines this time, sharing the queue and the folder
+    resumed = await play(tmp_path, 3, review(engines=2), again, resume=summary.run_dir)
     assert not resumed.interrupted and resumed.state.done == 3
     assert len(again.of(GameReviewed)) == 3 - labelled  # only the missing ones asked
     assert ok_games(summary.run_dir) == 3
     assert again.of(GameReviewed)[-1].quality.games == 3  # the kept ones count too
+    assert (summary.run_dir / "labels" / "katago-1.log").is_file()
     folder = LabelSet(summary.run_dir / "labels")
     for name in ("key", "score_lead"):
         assert (folder.arrays[name][:len(kept)] == kept.arrays[name]).all()
