@@ -25,12 +25,14 @@ from orchestrator.collect.collector import Collector
 from orchestrator.collect.dashboard import Dashboard
 from orchestrator.collect.review import LiveReview, ReviewOptions
 from orchestrator.collect.run import EXIT_DOWN, CollectOptions, RunSummary, collect
-from orchestrator.collect.standings import PlainLog, ReviewLine
+from orchestrator.collect.standings import PlainLog, ReviewLine, words
+from orchestrator.collect.state import RunState
 from orchestrator.events import (
     Event,
     GameRecorded,
     GameReviewed,
     ReviewEngineDied,
+    ReviewLagging,
     ReviewQueueFull,
     ReviewStopped,
 )
@@ -265,3 +267,23 @@ def test_review_counts_must_be_positive(tmp_path, option):
     played = go19("collect", "--matchup", short_demo(tmp_path), "--review", option, 0,
                   cwd=tmp_path)
     assert played.returncode == 2 and option in played.stderr
+
+
+async def test_a_review_ten_games_behind_says_so_once(tmp_path):
+    """The queue's side alone (no KataGo asked): ten recorded games waiting are one
+    ReviewLagging, worded as the dashboard's recent events show it."""
+    played = await collect(CollectOptions(matchup_path=short_demo(tmp_path), games=10,
+                                          recordings=tmp_path / "rec", dashboard=False),
+                           None, None, lambda line: None)
+    state = RunState(played.run_dir.name, 10, ["strong", "weak"])
+    heard = Heard()
+    state.subscribe(heard)
+    live = review()
+    live.open(played.run_dir, state, ("strong", "weak"))
+    for record in played.state.records:
+        state.add_record(record)
+        state.emit(GameRecorded(record))
+    (lagging,) = heard.of(ReviewLagging)
+    assert lagging.behind == 10 and live.behind == 10
+    assert words(lagging) == ("review 10 games behind: KataGo labels slower than the games "
+                              "are played (the games never wait for it)")
