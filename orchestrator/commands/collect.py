@@ -30,7 +30,7 @@ exit status:
        written (disk full, read-only): nothing half-written is left, --resume continues
   3    a player cannot be reached: no replica answers at start (after
        --wait-endpoints), every replica down for down_pause_s, or a streak of
-       void games made of failed connections
+       void games made of failed connections; --review's KataGo does not start
   4    stopped before the games asked for: a streak of void games (timeouts,
        errors or illegal moves)
   130  interrupted (Ctrl-C or SIGTERM): the first one lets the games in flight
@@ -93,10 +93,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unless given; default: no watch page)",
     )
     review = parser.add_argument_group(
-        "review", "KataGo labels each recorded game into RUN_DIR/labels beside the games "
-        "(never slowing them; docs/review.md): the dashboard and the watch page show each "
-        "player's mean point loss a move and the paired verdict, the report its move-quality "
-        "section")
+        "review", "KataGo labels each recorded game into RUN_DIR/labels beside the games, on "
+        "idle CPU time, never waited for by them (docs/review.md): the dashboard and the "
+        "watch page show each player's mean point loss a move and the paired verdict, the "
+        "report its move-quality section")
     review.add_argument("--review", action="store_true",
                         help="review the games with KataGo as they are recorded (default: "
                         "off; `go19 review RUN_DIR` does it afterwards)")
