@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, dataclass_transform
 
+from orchestrator.quality.summary import Interval
 from orchestrator.recordings import JournalRecord
 
 
@@ -194,3 +195,94 @@ class WatchPage(Event):
     the run, so a busy port never gets this far)."""
 
     url: str
+
+
+# -- the live review (collect --review) ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerLoss:
+    """One player's mean point loss a move over its reviewed games (not an event)."""
+
+    player: str
+    games: int
+    mean_loss: Interval
+
+
+@dataclass(frozen=True, slots=True)
+class PairLoss:
+    """The paired verdict's numbers: ``opponent``'s mean point loss minus ``player``'s
+    over the ``games`` reviewed games they played against each other (not an event)."""
+
+    player: str
+    opponent: str
+    games: int
+    difference: Interval
+
+
+@dataclass(frozen=True, slots=True)
+class QualityStatus:
+    """The running move quality after the latest reviewed game (not an event)."""
+
+    games: int  # reviewed games
+    players: tuple[PlayerLoss, ...]
+    pair: PairLoss | None  # None for self-play
+
+
+class ReviewStarted(Event):
+    """``collect --review``: ``engines`` KataGo engines label the recorded games into
+    ``folder``; ``behind`` recorded games wait for them (a resumed run's unlabelled ones)."""
+
+    engines: int
+    visits: int
+    folder: str
+    behind: int
+
+
+class GameReviewed(Event):
+    """Game ``game``'s labels are in the label folder; ``behind``: recorded games still
+    waiting for the review; ``quality``: the running move quality with it."""
+
+    game: int
+    positions: int
+    behind: int
+    quality: QualityStatus
+
+
+class GameNotReviewed(Event):
+    """Game ``game`` could not be labelled (its SGF unreadable, KataGo refused a query)."""
+
+    game: int
+    reason: str
+
+
+class ReviewLagging(Event):
+    """The review is ``behind`` games behind the games (shown, never waited for)."""
+
+    behind: int
+
+
+class ReviewQueueFull(Event):
+    """The review's queue holds ``size`` games: game ``game`` is left unlabelled, for
+    ``collect --resume --review`` (or ``go19 review --resume``)."""
+
+    game: int
+    size: int
+
+
+class ReviewEngineDied(Event):
+    """A KataGo of the review died (``error``) and is restarted: ``deaths`` in a row of
+    ``max_restarts``."""
+
+    engine: int
+    error: str
+    deaths: int
+    max_restarts: int
+
+
+class ReviewStopped(Event):
+    """The review stops (``reason``), the collection goes on; ``left``: recorded games not
+    labelled."""
+
+    reason: str
+    left: int

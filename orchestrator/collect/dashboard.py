@@ -30,7 +30,13 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.collect.standings import RecentEvents, pairing_stats, stop_reason, verdict_text
+from orchestrator.collect.standings import (
+    RecentEvents,
+    ReviewLine,
+    pairing_stats,
+    stop_reason,
+    verdict_text,
+)
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import GTP_COLUMNS, PASS
 from orchestrator.report.names import describe
@@ -100,11 +106,13 @@ class Dashboard:
                  recent: RecentEvents | None = None) -> None:
         self.console = console or Console()
         self.recent = recent if recent is not None else RecentEvents()
+        self.review = ReviewLine()  # collect --review's quality line, under the verdict
         self._collector: Collector | None = None
         self._cache: dict = {}
 
     def on_event(self, event: Event) -> None:
         self.recent.on_event(event)
+        self.review.on_event(event)
 
     def attach(self, collector: Collector) -> None:
         self._collector = collector
@@ -173,6 +181,9 @@ class Dashboard:
 
     def _verdict(self, collector: Collector) -> Text:
         text = verdict_text(pairing_stats(collector, self._cache), collector.state)
+        quality = self.review.text()
+        if quality is not None:
+            text.append(f"\n{quality}")
         if collector.state.stop is not None:
             text.append(f"\nstopping: {stop_reason(collector.state.stop)}", style="bold yellow")
         return text

@@ -42,6 +42,7 @@ from orchestrator.collect.recorder import (
     utc_stamp,
     write_run_file,
 )
+from orchestrator.collect.review import LiveReview, ReviewError
 from orchestrator.collect.schedule import OpeningError, Schedule
 from orchestrator.collect.state import RunState
 from orchestrator.events import OnEvent, RunContinued, RunResumed
@@ -204,11 +205,13 @@ async def collect(
     on_event: OnEvent | None = None,
     view: ViewTask | None = None,
     preflight_log: Callable[[str], None] = print,
+    review: LiveReview | None = None,
 ) -> RunSummary:
     """Play and record one run. ``on_event`` hears everything the run says
     (:mod:`orchestrator.events`), ``view`` runs beside the games (a dashboard),
     ``preflight_log`` gets the lines of the endpoint checks made before anything is
-    written."""
+    written; ``review`` labels the recorded games beside them (``--review``), its KataGo
+    checked with the players."""
     matchup = load_matchup(options.matchup_path)
     name = run_name(matchup, options.matchup_path)
     run_dir, resumed, continuing = find_run_dir(options, name)
@@ -234,34 +237,60 @@ async def collect(
     if on_event is not None:
         state.subscribe(on_event)
     _prepare_run_dir(options, matchup, run_dir, resumed, state)
+    if review is not None:
+        pairing = matchup.pairing
+        try:
+            review.open(run_dir, state, None if pairing.black == pairing.white
+                        else (pairing.black, pairing.white))
+        except ReviewError as exc:
+            if not resumed:
+                _remove_new_run_dir(run_dir)
+            raise CollectError(str(exc)) from None
 
     interrupted = False
+    review_failed: str | None = None
+    # The wait for the review once the games are over; any Ctrl-C ends it (or skips it).
+    review_wait = trio.CancelScope()
     async with trio.open_nursery() as outer:
-        players = await open_players(matchup, outer, run_dir / "logs", on_event=state.emit)
-        # The players' metadata names the embedded servers' ports: known only now.
-        recorder = Recorder(run_dir, {name: h.meta for name, h in players.items()})
-        collector = Collector(matchup, run_dir, schedule, state, players, recorder)
-        if view is not None:
-            outer.start_soon(view, collector)
-        with trio.CancelScope() as games_scope:
-            async def watch_signals() -> None:
-                nonlocal interrupted
-                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        if not interrupted:
-                            interrupted = True
-                            collector.drain()
-                        else:
-                            games_scope.cancel()
-                            return
+        try:  # KataGo before any game: one that does not start is a preflight failure
+            if review is not None:
+                await outer.start(review.run, preflight_log)
+        except ReviewError as exc:
+            review_failed = str(exc)
+        else:
+            players = await open_players(matchup, outer, run_dir / "logs", on_event=state.emit)
+            # The players' metadata names the embedded servers' ports: known only now.
+            recorder = Recorder(run_dir, {name: h.meta for name, h in players.items()})
+            collector = Collector(matchup, run_dir, schedule, state, players, recorder)
+            if view is not None:
+                outer.start_soon(view, collector)
+            with trio.CancelScope() as games_scope:
+                async def watch_signals() -> None:
+                    nonlocal interrupted
+                    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for _ in signals:
+                            review_wait.cancel()
+                            if not interrupted:
+                                interrupted = True
+                                collector.drain()
+                            else:
+                                games_scope.cancel()
+                                return
 
-            if threading.current_thread() is threading.main_thread():
-                outer.start_soon(watch_signals)
-            await collector.run_games()
-        for handle in collector.players.values():
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                await handle.aclose()
+                if threading.current_thread() is threading.main_thread():
+                    outer.start_soon(watch_signals)
+                await collector.run_games()
+            for handle in collector.players.values():
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await handle.aclose()
+            if review is not None and collector.fatal is None:
+                with review_wait:
+                    await review.finish()
         outer.cancel_scope.cancel()
+    if review_failed is not None:
+        if not resumed:
+            _remove_new_run_dir(run_dir)
+        raise PlayersUnreachable(f"--review: {review_failed}")
     if collector.fatal:
         raise CollectError(collector.fatal)
     removed = interrupted and not resumed and not _recorded(run_dir)

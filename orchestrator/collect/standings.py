@@ -24,7 +24,9 @@ from orchestrator.collect.stopping import HeadToHead, head_to_head_live
 from orchestrator.events import (
     Event,
     Fallback,
+    GameNotReviewed,
     GameRecorded,
+    GameReviewed,
     GameStarted,
     Interrupted,
     JournalRepaired,
@@ -33,7 +35,13 @@ from orchestrator.events import (
     PlayerDown,
     PlayerDownTooLong,
     PlayerRaised,
+    QualityStatus,
     ReplicaChanged,
+    ReviewEngineDied,
+    ReviewLagging,
+    ReviewQueueFull,
+    ReviewStarted,
+    ReviewStopped,
     RunContinued,
     RunResumed,
     RunStop,
@@ -43,6 +51,7 @@ from orchestrator.events import (
     WatchPage,
 )
 from orchestrator.ratings import Pentanomial
+from orchestrator.review.verdict import quality_line
 from orchestrator.words import plural
 
 if TYPE_CHECKING:
@@ -63,6 +72,11 @@ _LINES: dict[type[Event], str | None] = {
                 "replica to come back",
     PlayerBack: "player {player} is back: its games go on",
     RunResumed: "resuming {run_dir}: {done} of {target} games already done",
+    GameNotReviewed: "review: game {game} not labelled ({reason}); the review goes on",
+    ReviewQueueFull: "review: its queue holds {size} games, game {game} is left unlabelled "
+                     "(`collect --resume RUN_DIR --review` labels it)",
+    ReviewEngineDied: "review: KataGo {engine} died ({error}); restarting "
+                      "({deaths}/{max_restarts})",
 }
 
 
@@ -131,6 +145,36 @@ def _(event: JournalRepaired) -> str:
 def _(event: RunStop) -> str:
     reason = stop_reason(event)
     return reason if isinstance(event, Interrupted) else f"stopping: {reason}"
+
+
+@words.register
+def _(event: ReviewStarted) -> str:
+    waiting = f", {plural(event.behind, 'recorded game')} to label first" if event.behind else ""
+    return (f"review: {plural(event.engines, 'KataGo engine')} ({plural(event.visits, 'visit')})"
+            f" labelling each recorded game into {event.folder}{waiting}")
+
+
+@words.register
+def _(event: GameReviewed) -> str:
+    return (f"game {event.game} reviewed ({event.positions} positions, "
+            f"{_behind(event.behind)}): {quality_line(event.quality)}")
+
+
+@words.register
+def _(event: ReviewLagging) -> str:
+    return (f"review {plural(event.behind, 'game')} behind: KataGo labels slower than the "
+            "games are played (the games never wait for it)")
+
+
+@words.register
+def _(event: ReviewStopped) -> str:
+    left = f"; {plural(event.left, 'recorded game')} left unlabelled" if event.left else ""
+    return (f"review stopped: {event.reason}{left}; the games go on (`collect --resume "
+            "RUN_DIR --review` labels the rest)")
+
+
+def _behind(behind: int) -> str:
+    return f"review {plural(behind, 'game')} behind" if behind else "review up to date"
 
 
 @words.register
@@ -236,7 +280,43 @@ def panel_line(event: Event) -> tuple[Hashable, str] | None:
     text = words(event) or ""
     if isinstance(event, ReplicaChanged):
         return ("replica", event.player, event.address, event.status, event.error), text
+    if isinstance(event, GameReviewed):  # the quality line itself sits in the verdict area
+        return "reviewed", f"game {event.game} reviewed, {_behind(event.behind)}"
     return text, text
+
+
+class ReviewLine:
+    """The live review as the dashboard's verdict area and the watch page show it (a
+    subscriber): the running quality line and how far behind the games the review is."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.quality: QualityStatus | None = None
+        self.behind = 0
+        self.stopped: str | None = None
+
+    def on_event(self, event: Event) -> None:
+        if isinstance(event, ReviewStarted):
+            self.started, self.behind = True, event.behind
+        elif isinstance(event, GameRecorded) and self.started and not event.record.void:
+            self.behind += 1
+        elif isinstance(event, GameReviewed):  # a page that subscribed late starts here
+            self.started, self.quality, self.behind = True, event.quality, event.behind
+        elif isinstance(event, GameNotReviewed | ReviewQueueFull):
+            self.behind = max(self.behind - 1, 0)
+        elif isinstance(event, ReviewStopped):
+            self.stopped = event.reason
+
+    def text(self) -> str | None:
+        """``move quality over 12 reviewed games: … (review 3 games behind)``; None without
+        a review."""
+        if not self.started and self.stopped is None:
+            return None
+        line = (quality_line(self.quality) if self.quality is not None
+                else "move quality: no game reviewed yet")
+        if self.stopped is not None:
+            return f"{line} (review stopped: {self.stopped})"
+        return f"{line} ({_behind(self.behind)})"
 
 
 # -- the head-to-head --------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 import trio
 
 from orchestrator.collect.matchup import MatchupError
+from orchestrator.collect.review import LiveReview, ReviewOptions
 from orchestrator.collect.run import (
     EXIT_INPUT,
     CollectError,
@@ -18,7 +19,9 @@ from orchestrator.collect.run import (
     collect,
 )
 from orchestrator.collect.standings import stop_reason
+from orchestrator.commands import positive_int
 from orchestrator.players.address import check_host
+from orchestrator.words import plural
 
 EXIT_CODES = """\
 exit status:
@@ -27,7 +30,7 @@ exit status:
        written (disk full, read-only): nothing half-written is left, --resume continues
   3    a player cannot be reached: no replica answers at start (after
        --wait-endpoints), every replica down for down_pause_s, or a streak of
-       void games made of failed connections
+       void games made of failed connections; --review's KataGo does not start
   4    stopped before the games asked for: a streak of void games (timeouts,
        errors or illegal moves)
   130  interrupted (Ctrl-C or SIGTERM): the first one lets the games in flight
@@ -89,6 +92,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also serve a watch page of the run (needs the web extra; host 127.0.0.1 "
         "unless given; default: no watch page)",
     )
+    review = parser.add_argument_group(
+        "review", "KataGo labels each recorded game into RUN_DIR/labels beside the games, on "
+        "idle CPU time, never waited for by them (docs/review.md): the dashboard and the "
+        "watch page show each player's mean point loss a move and the paired verdict, the "
+        "report its move-quality section")
+    review.add_argument("--review", action="store_true",
+                        help="review the games with KataGo as they are recorded (default: "
+                        "off; `go19 review RUN_DIR` does it afterwards)")
+    review.add_argument("--review-engines", type=positive_int, default=1, metavar="N",
+                        help="KataGo processes labelling at once (default 1)")
+    review.add_argument("--visits", type=positive_int, default=1, metavar="N",
+                        help="KataGo visits per position, as go19 label (default 1: the "
+                        "raw net)")
+    for option, what in (("--katago", "binary"), ("--model", "net"),
+                         ("--config", "analysis config")):
+        review.add_argument(option, type=Path, metavar="FILE",
+                            help=f"KataGo {what} (default: the one `make katago` prepared)")
     parser.add_argument(
         "--web-allow-host", action="append", default=[], metavar="NAME",
         help="another Host name the watch page may be reached by (repeatable; default: "
@@ -124,9 +144,12 @@ def run(args: argparse.Namespace) -> int:
         view = _with_web_page(args.web, args.web_allow_host, reports, view)
         if view is None:
             return EXIT_INPUT
+    review = _review(args)
+    if isinstance(review, int):
+        return review
     try:
         # The endpoint checks come before the dashboard starts: they go to the plain log.
-        summary = trio.run(collect, options, dashboard.on_event, view, plain_log)
+        summary = trio.run(collect, options, dashboard.on_event, view, plain_log, review)
     except MatchupError as exc:
         print(f"collect: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -134,12 +157,49 @@ def run(args: argparse.Namespace) -> int:
         print(f"collect: {exc}", file=sys.stderr)
         return exc.exit_code
     print_summary(summary)
+    if review is not None:
+        print(review_summary(review, summary))
     if not args.no_report and summary.state.done:
         from orchestrator.report.build import write_report
 
         out = args.reports / summary.run_dir.name
-        write_report([summary.run_dir], out, console=True)
+        report = write_report([summary.run_dir], out, console=True)
+        if review is not None:  # as go19 review ends
+            from orchestrator.report.quality_tables import verdict_lines
+
+            for name, line in verdict_lines(report):
+                print(f"{name}: {line}")
     return summary.exit_code
+
+
+def _review(args: argparse.Namespace) -> LiveReview | None | int:
+    """The live review ``--review`` asks for, None without it, or the exit status after
+    one line (no KataGo)."""
+    if not args.review:
+        return None
+    from orchestrator.commands.label import engine_files
+    from orchestrator.label.store import LabelError
+
+    try:  # go19 label's checks of KataGo's files (its log goes elsewhere here)
+        files = engine_files(argparse.Namespace(katago=args.katago, model=args.model,
+                                                config=args.config, out=Path(".")))
+    except LabelError as exc:
+        print(f"collect: --review: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    return LiveReview(ReviewOptions(files.binary, files.model, files.config,
+                                    engines=args.review_engines, visits=args.visits))
+
+
+def review_summary(review: LiveReview, summary: RunSummary) -> str:
+    r = review.result
+    line = (f"review: {plural(r.labelled, 'game')} labelled into {review.folder} "
+            f"({r.positions} positions, KataGo restarts {r.restarts})")
+    if review.stopped is not None:
+        line += f"; stopped: {review.stopped}"
+    if review.behind:
+        line += (f"; {plural(review.behind, 'recorded game')} not labelled: `go19 collect "
+                 f"--matchup ... --resume {summary.run_dir} --review` labels them")
+    return line
 
 
 def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,

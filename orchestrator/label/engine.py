@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
@@ -301,10 +302,16 @@ async def open_katago(
     log_path: Path,
     *,
     shutdown_grace: float = 5.0,
+    background: bool = False,
+    own_session: bool = False,
 ) -> AsyncIterator[KataGoEngine]:
     """Start ``katago analysis`` and wait until it answers ``query_version`` (the net is
     loaded then); the log goes to ``log_path``. A KataGo that cannot start raises
-    :class:`KataGoDied` here, with the end of its stderr. On exit the process is stopped."""
+    :class:`KataGoDied` here, with the end of its stderr. On exit the process is stopped.
+    ``background`` runs it (every thread) on the CPU time nothing else wants: Linux's
+    SCHED_IDLE (``chrt --idle``), else the lowest nice (``collect --review``: KataGo must not
+    take the games' CPU); ``own_session`` keeps a terminal's
+    Ctrl-C from reaching it (the caller decides when it stops)."""
     for path, what in ((binary, "KataGo binary"), (model, "KataGo model"),
                        (config, "KataGo config")):
         if not Path(path).is_file():
@@ -317,8 +324,14 @@ async def open_katago(
         str(binary), "analysis", "-config", str(config), "-model", str(model),
         "-override-config", f"logFile={log_path}", "-quit-without-waiting",
     ]
+    if background:  # chrt and nice exec: the pid stays KataGo's
+        if (chrt := shutil.which("chrt")) is not None:
+            command = [chrt, "--idle", "0", *command]
+        elif (nice := shutil.which("nice")) is not None:
+            command = [nice, "-n", "19", *command]
     process = await trio.lowlevel.open_process(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=own_session,
     )
     try:
         async with trio.open_nursery() as nursery:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from orchestrator.events import PlayerLoss, QualityStatus
 from orchestrator.quality.summary import Interval
 from orchestrator.words import plural
 
@@ -50,3 +51,24 @@ def sentence(player: str, opponent: str, d: Interval, games: int) -> str:
     if winner is None:
         return f"Undecided: {text}; more games needed."
     return f"{text} — {winner} plays better."
+
+
+def _loss(p: PlayerLoss) -> str:
+    i = p.mean_loss
+    if not math.isfinite(i.value):
+        return f"{p.player} n/a"
+    bounds = f" [{_points(i.low)}, {_points(i.high)}]" if math.isfinite(i.low) else ""
+    return f"{p.player} {_points(i.value)}{bounds}"
+
+
+def quality_line(status: QualityStatus) -> str:
+    """The live quality line (``collect --review``: the dashboard, the plain log, the watch
+    page): each player's mean point loss a move with its interval, then the paired verdict
+    as :func:`sentence` words it."""
+    losses = ", ".join(_loss(p) for p in status.players)
+    line = (f"move quality over {plural(status.games, 'reviewed game')}: {losses} points "
+            "lost a move")
+    if status.pair is not None:
+        pair = status.pair
+        line += f"; {sentence(pair.player, pair.opponent, pair.difference, pair.games)}"
+    return line

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.collect.standings import pairing_stats, stop_reason, verdict_text
+from orchestrator.collect.standings import ReviewLine, pairing_stats, stop_reason, verdict_text
 from orchestrator.color import BLACK, WHITE
 from orchestrator.events import Event, Fallback
 from orchestrator.recordings import VOID_DIR, JournalRecord
@@ -36,9 +36,11 @@ class WatchHub:
         # game number -> (move number, estimate, when): the games table's estimates.
         self._estimates: dict[int, tuple[int, str, float]] = {}
         self._verdict_cache: dict = {}  # the head-to-head, recomputed per recorded game
+        self.review = ReviewLine()  # collect --review's quality line, as the dashboard's
         collector.state.subscribe(self.on_event)
 
     def on_event(self, event: Event) -> None:
+        self.review.on_event(event)
         if isinstance(event, Fallback):
             self.fallbacks[event.game] += 1
 
@@ -53,6 +55,7 @@ class WatchHub:
             "progress": f"{state.done}/{state.target} games · void {state.void} · "
                         f"in flight {len(state.live)}",
             "verdict": verdict,
+            "quality": self.review.text() or "",
             "stopping": stop_reason(state.stop) if state.stop is not None else "",
         }
 

@@ -38,7 +38,7 @@ const handlers = {
   },
   run(msg) {
     const h = msg.headline;
-    for (const k of ["run", "progress", "verdict", "stopping"]) $(k).textContent = h[k];
+    for (const k of ["run", "progress", "verdict", "quality", "stopping"]) $(k).textContent = h[k];
     gameRows($("live-games").tBodies[0], msg.live,
              ["number", "black", "white", "move", "estimate", "fallbacks", "waiting_on"]);
     if (!picked && msg.live.length) {
