@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,7 +37,6 @@ from orchestrator.coords import PASS
 from orchestrator.events import Event, Fallback
 from orchestrator.files import atomic_write
 from orchestrator.players.base import RESIGN, Player
-from orchestrator.players.go19 import Go19Endpoint
 from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlayer
 from orchestrator.prompt import read_template
 from orchestrator.recordings import VOID_DIR, PlayerMeta
@@ -47,6 +44,7 @@ from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 from orchestrator.web import views
 from orchestrator.web.connection import ServerCheck
+from orchestrator.web.endpoints import Endpoint, open_endpoints
 from orchestrator.web.pulse import Pulse
 from orchestrator.web.seats import (
     AI_LEVEL,
@@ -62,7 +60,6 @@ if TYPE_CHECKING:  # what play_game returns, only named in annotations
 
 MOVE_CAP = 722
 VOID_AFTER = FallbackRule.model_validate({}).void_after  # collect's: more fallbacks, void game
-Endpoint = Go19Endpoint | OpenAIEndpoint
 
 
 class PlaySession:
@@ -321,7 +318,7 @@ class PlaySession:
         self.clicks, self._clicks_in = self._new_clicks()
         if not self._refused:  # a refused edit's reason outlives the game it did not shape
             self.say("", "info")
-        async with _open_endpoints(settings) as endpoints:
+        async with open_endpoints(settings, max_failures=MOVE_CAP + 1) as endpoints:
             self._endpoints = endpoints
             seats, meta = self._seats(settings, endpoints)
             black, white = seats[BLACK], seats[WHITE]
@@ -434,32 +431,3 @@ def _void_text(outcome: RefereedGame) -> str:
                        key=lambda item: item[1])
     return (f"Game void: {worst} needed {count} fallbacks (more than void_after = "
             f"{VOID_AFTER}, collect's rule); not saved with the finished games")
-
-
-@asynccontextmanager
-async def _open_endpoints(settings: PlaySettings) -> AsyncIterator[dict[int, Endpoint]]:
-    """The game's endpoints, GO19 or OpenAI-compatible (server 1, and server 2 when it
-    differs), closed after."""
-    endpoints: dict[int, Endpoint] = {}
-    if settings.mode in ("av", "hv", "vv"):
-        # No backoff in the game: a move the server cannot answer falls back at once, and
-        # the next move tries again; the server row's auto-reconnect does the waiting.
-        def open_one(index: int) -> Endpoint:
-            connect = min(settings.timeout, 5.0)
-            if settings.is_openai(index):
-                return OpenAIEndpoint([settings.where(index)], settings.model(index),
-                                      connect_timeout=connect, backoff_step=0.0,
-                                      backoff_cap=0.0, max_failures=MOVE_CAP + 1)
-            return Go19Endpoint([settings.server(index)], connect_timeout=connect,
-                                backoff_step=0.0, backoff_cap=0.0, max_failures=MOVE_CAP + 1)
-
-        endpoints[1] = open_one(1)
-        if settings.mode == "vv":
-            same = settings.row(2) == settings.row(1)
-            endpoints[2] = endpoints[1] if same else open_one(2)
-    try:
-        yield endpoints
-    finally:
-        with trio.CancelScope(shield=True):
-            for endpoint in set(endpoints.values()):
-                await endpoint.aclose()
