@@ -1,5 +1,5 @@
 """`go19 serve --engine hf`: its options, their checks, and the call into
-:mod:`orchestrator.vlm` (imported only here, and only for this engine: torch stays out of
+:mod:`orchestrator.serve.hf` (imported only here, and only for this engine: torch stays out of
 every other command)."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from orchestrator.coords import MOVE_TEXTS
 from orchestrator.prompt import PromptError, read_template
 
 if TYPE_CHECKING:
-    from orchestrator.vlm.loading import AdapterInfo
+    from orchestrator.serve.hf.loading import AdapterInfo
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-BASE = "base"  # orchestrator.vlm.jobs.BASE, without importing the package before the checks
+BASE = "base"  # orchestrator.serve.hf.jobs.BASE, without importing the package before the checks
 EXTRA_LINE = ("--engine hf needs the vlm extra: pip install 'go19[vlm]' (on a GPU box, the "
               "CUDA build of torch first: docs/vlm.md)")
 
@@ -204,10 +204,16 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    from orchestrator.vlm.generation import BatchRunner
-    from orchestrator.vlm.loading import LoadError, load
-    from orchestrator.vlm.openai_app import ServedModel
-    from orchestrator.vlm.server import Listen, ListenError, ServeOptions, serve_vlm, startup_lines
+    from orchestrator.serve.hf.generation import BatchRunner
+    from orchestrator.serve.hf.loading import LoadError, load
+    from orchestrator.serve.hf.server import (
+        Listen,
+        ListenError,
+        ServeOptions,
+        serve_vlm,
+        startup_lines,
+    )
+    from orchestrator.serve.openai_app import ServedModel
 
     try:
         loaded = load(args.model, args.adapters, args.device, args.dtype)

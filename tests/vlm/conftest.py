@@ -40,7 +40,7 @@ def loaded(tiny):
     this process."""
     import torch
 
-    from orchestrator.vlm.loading import load
+    from orchestrator.serve.hf.loading import load
 
     torch.set_num_threads(1)  # a tiny model on a shared machine: more threads only contend
     return load(tiny.model, {name: tiny.adapter(name) for name in ("a", "b", "v")}, "cpu")

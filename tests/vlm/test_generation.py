@@ -13,8 +13,8 @@ from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
-from orchestrator.vlm.generation import BatchRunner  # noqa: E402
-from orchestrator.vlm.jobs import BASE, Completion, Job, RequestError, Sampling  # noqa: E402
+from orchestrator.serve.hf.generation import BatchRunner  # noqa: E402
+from orchestrator.serve.hf.jobs import BASE, Completion, Job, RequestError, Sampling  # noqa: E402
 
 PROMPT = "What is the best move?"
 
@@ -104,7 +104,7 @@ def test_a_bad_picture_fails_only_its_own_request(loaded, picture) -> None:
 
 
 def test_requests_prepared_alone_batch_as_the_processor_pads_them(loaded, picture) -> None:
-    from orchestrator.vlm.generation import _collate
+    from orchestrator.serve.hf.generation import _collate
 
     runner = BatchRunner(loaded)
     jobs = [job("a", picture), job("b", None), job(BASE, picture, max_tokens=2)]

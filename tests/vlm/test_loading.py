@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
-from orchestrator.vlm.loading import LoadError, load  # noqa: E402
+from orchestrator.serve.hf.loading import LoadError, load  # noqa: E402
 
 
 def refusal(*args, **kwargs) -> str:

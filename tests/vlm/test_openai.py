@@ -24,9 +24,9 @@ from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
-from orchestrator.vlm.generation import BatchRunner  # noqa: E402
-from orchestrator.vlm.openai_app import MAX_BODY, ServedModel  # noqa: E402
-from orchestrator.vlm.server import ServeOptions, serve_vlm  # noqa: E402
+from orchestrator.serve.hf.generation import BatchRunner  # noqa: E402
+from orchestrator.serve.hf.server import ServeOptions, serve_vlm  # noqa: E402
+from orchestrator.serve.openai_app import MAX_BODY, ServedModel  # noqa: E402
 
 MODELS = [ServedModel("base", "/models/tiny", None), ServedModel("a", "/loras/a", "base"),
           ServedModel("b", "/loras/b", "base"), ServedModel("v", "/loras/v", "base")]

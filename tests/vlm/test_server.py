@@ -25,8 +25,8 @@ from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
-from orchestrator.vlm.generation import BatchRunner  # noqa: E402
-from orchestrator.vlm.server import Listen, ServeOptions, serve_vlm  # noqa: E402
+from orchestrator.serve.hf.generation import BatchRunner  # noqa: E402
+from orchestrator.serve.hf.server import Listen, ServeOptions, serve_vlm  # noqa: E402
 
 LOCALHOST = "127.0.0.1"
 

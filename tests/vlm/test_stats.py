@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.vlm.jobs import BatchTimes, Completion, Job, RequestError, Sampling
-from orchestrator.vlm.stats import ServeStats, percentile
+from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError, Sampling
+from orchestrator.serve.hf.stats import ServeStats, percentile
 
 
 def finished_job(adapter: str, queued: float, started: float, size: int) -> Job:

@@ -30,7 +30,7 @@ from peft import PeftConfig, PeftModel, get_peft_model_state_dict
 from peft.tuners.lora import LoraLayer
 from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
-from orchestrator.vlm.jobs import BASE
+from orchestrator.serve.hf.jobs import BASE
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 

@@ -34,8 +34,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from orchestrator.vlm.batcher import Batcher
-from orchestrator.vlm.jobs import Completion, Job, RequestError, Sampling
+from orchestrator.serve.hf.batcher import Batcher
+from orchestrator.serve.hf.jobs import Completion, Job, RequestError, Sampling
 
 MAX_BODY = 16 * 1024 * 1024  # a 512 px board PNG is ~30 KiB; base64 adds a third
 MAX_TOKENS = 1024

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from transformers import LogitsProcessor
 
-from orchestrator.vlm.jobs import Sampling
+from orchestrator.serve.hf.jobs import Sampling
 
 
 class _Node:

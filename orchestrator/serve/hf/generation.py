@@ -24,9 +24,9 @@ import torch
 from PIL import Image
 from transformers import BatchFeature, GenerationConfig, LogitsProcessorList
 
-from orchestrator.vlm.decoding import ChoiceTrie, RowControls
-from orchestrator.vlm.jobs import BASE, BatchTimes, Completion, Job, RequestError
-from orchestrator.vlm.loading import Loaded
+from orchestrator.serve.hf.decoding import ChoiceTrie, RowControls
+from orchestrator.serve.hf.jobs import BASE, BatchTimes, Completion, Job, RequestError
+from orchestrator.serve.hf.loading import Loaded
 
 MAX_PICTURE_PIXELS = 4096 * 4096  # a larger picture is refused before it is decoded
 _CHOICE_CACHE = 65536  # token ids of this many choice strings are kept

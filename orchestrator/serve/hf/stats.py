@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from orchestrator.vlm.jobs import BatchTimes, Completion, Job, RequestError
+from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError
 
 
 def _ms(seconds: float) -> str:

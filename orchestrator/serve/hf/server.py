@@ -1,7 +1,7 @@
 """The whole server in go19's trio run: the batch task, one GO19 port per ``--listen``
 (each bound to one adapter, served by :func:`orchestrator.serve.serve_go19`), the
 OpenAI-compatible port (Hypercorn's trio worker, as ``go19 play`` runs it) and the summary
-line, all feeding one :class:`~orchestrator.vlm.batcher.Batcher`."""
+line, all feeding one :class:`~orchestrator.serve.hf.batcher.Batcher`."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import trio
 
 from orchestrator.protocol import go19 as wire
 from orchestrator.serve import serve_go19
-from orchestrator.vlm.batcher import Batcher, Prepare, RunBatch, default_prepare_threads
-from orchestrator.vlm.engine import VlmEngine
-from orchestrator.vlm.jobs import Sampling
-from orchestrator.vlm.openai_app import Defaults, ServedModel, openai_app
-from orchestrator.vlm.stats import ServeStats
-from orchestrator.web.server import bind_listener, serve_app
+from orchestrator.serve.hf.batcher import Batcher, Prepare, RunBatch, default_prepare_threads
+from orchestrator.serve.hf.engine import VlmEngine
+from orchestrator.serve.hf.jobs import Sampling
+from orchestrator.serve.hf.stats import ServeStats
+from orchestrator.serve.http import bind_listener, serve_app
+from orchestrator.serve.openai_app import Defaults, ServedModel, openai_app
 
 
 @dataclass(frozen=True)

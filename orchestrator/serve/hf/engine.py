@@ -21,8 +21,8 @@ import numpy as np
 from orchestrator.coords import PASS, move_to_text
 from orchestrator.prompt import fill, read_move, unparsed_detail, uses_board
 from orchestrator.serve import EngineError, position
-from orchestrator.vlm.batcher import Batcher
-from orchestrator.vlm.jobs import Job, RequestError, Sampling
+from orchestrator.serve.hf.batcher import Batcher
+from orchestrator.serve.hf.jobs import Job, RequestError, Sampling
 
 
 def move_number(board: np.ndarray) -> int:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from orchestrator.vlm.jobs import BatchTimes, Completion, Job, RequestError
-from orchestrator.vlm.stats import ServeStats
+from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError
+from orchestrator.serve.hf.stats import ServeStats
 
 RunBatch = Callable[[list[Job]], tuple[list[Completion | RequestError], BatchTimes]]
 Prepare = Callable[[list[Job]], list[RequestError | None]]
