@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,9 +22,9 @@ from orchestrator.recordings import JOURNAL, read_journal
 from orchestrator.report.build import write_report
 from orchestrator.sgf import REPLY_PROP
 from tests.conftest import REPO
+from tests.vlm.serve_process import CLI, serve_process
 from tests.vlm.tiny import ANSWERS, Tiny
 
-CLI = [sys.executable, "-m", "orchestrator.cli"]
 SERVING = re.compile(r"serving OpenAI API on (\S+)$")
 MATCHUP = """
 [run]
@@ -61,30 +59,13 @@ Q16 = "(;GM[1]FF[4]SZ[19];B[pd])"  # the opening occupies a's answer
 @pytest.fixture(scope="module")
 def openai_url(tiny: Tiny, tmp_path_factory) -> Iterator[str]:
     stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
-    with open(stderr, "wb") as err:
-        process = subprocess.Popen(
-            [*CLI, "serve", "--engine", "hf", "--model", str(tiny.model),
-             "--adapter", f"a={tiny.adapter('a')}", "--adapter", f"b={tiny.adapter('b')}",
-             "--openai", "127.0.0.1:0", "--komi", "6.5", "--device", "cpu", "--threads", "1"],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
-    timer = threading.Timer(300, process.kill)  # a server that never comes up fails, not hangs
-    timer.start()
-    lines: list[str] = []
-    try:
-        while not lines or not lines[-1].startswith("serving"):
-            line = process.stdout.readline()
-            assert line, f"serve exited before serving: {lines} {stderr.read_text()[-2000:]}"
-            lines.append(line.rstrip("\n"))
-    finally:
-        timer.cancel()
-    match = SERVING.match(lines[-1])
-    assert match, lines
-    try:
+    args = ["--engine", "hf", "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
+            "--adapter", f"b={tiny.adapter('b')}", "--openai", "127.0.0.1:0", "--komi", "6.5",
+            "--device", "cpu", "--threads", "1"]
+    with serve_process(args, stderr) as (_, lines):
+        match = SERVING.match(lines[-1])
+        assert match, lines
         yield match.group(1)
-    finally:
-        process.terminate()
-        process.wait(30)
-        process.stdout.close()
 
 
 def matchup(tmp_path: Path, url: str, *, constrain: str = "none", model_b: str = "b",

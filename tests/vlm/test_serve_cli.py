@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,9 +26,9 @@ from orchestrator.recordings import JOURNAL, read_journal
 from orchestrator.render import render_png
 from orchestrator.rules.replay import replay
 from tests.conftest import REPO
+from tests.vlm.serve_process import CLI, serve_process
 from tests.vlm.tiny import ANSWERS, Tiny
 
-CLI = [sys.executable, "-m", "orchestrator.cli"]
 SERVING = re.compile(r"serving GO19 on (.*?)(?:; OpenAI API on (\S+))?$")
 MATCHUP = """
 [run]
@@ -73,29 +72,12 @@ class Served:
 @pytest.fixture(scope="module")
 def served(tiny: Tiny, tmp_path_factory) -> Iterator[Served]:
     stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
-    with open(stderr, "wb") as err:
-        process = subprocess.Popen(
-            [*CLI, "serve", "--engine", "hf", "--model", str(tiny.model),
-             "--adapter", f"a={tiny.adapter('a')}", "--adapter", f"b={tiny.adapter('b')}",
-             "--listen", "a=:0", "--listen", "b=:0", "--openai", ":0", "--komi", "6.5",
-             "--device", "cpu", "--threads", "1", "--log-requests"],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
-    timer = threading.Timer(300, process.kill)  # a server that never comes up fails, not hangs
-    timer.start()
-    lines: list[str] = []
-    try:
-        while not lines or not lines[-1].startswith("serving"):
-            line = process.stdout.readline()
-            assert line, f"serve exited before serving: {lines} {stderr.read_text()[-2000:]}"
-            lines.append(line.rstrip("\n"))
-    finally:
-        timer.cancel()
-    try:
+    args = ["--engine", "hf", "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
+            "--adapter", f"b={tiny.adapter('b')}", "--listen", "a=:0", "--listen", "b=:0",
+            "--openai", ":0", "--komi", "6.5", "--device", "cpu", "--threads", "1",
+            "--log-requests"]
+    with serve_process(args, stderr) as (process, lines):
         yield Served(process, lines, stderr)
-    finally:
-        process.terminate()
-        process.wait(30)
-        process.stdout.close()
 
 
 def test_start_up_says_device_adapters_and_ports(served: Served) -> None:
