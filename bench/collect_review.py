@@ -3,8 +3,8 @@ bench/collect_review.py [--rounds N] [--games N] [--move-cap N]`.
 
 A demo-like collection (`make demo`'s matchup: two embedded GO19 servers serving the
 heuristic AI at levels 2 and 1, concurrency 8, games cut at ``--move-cap`` moves) is played
-whole without and with the live review (one CPU KataGo of `make katago`, 1 visit, on idle
-CPU time as the review runs it), in turns so that neighbouring runs share the machine's
+whole without and with the live review (one CPU KataGo of `make katago`, 1 visit, at
+the priority the review runs it at), in turns so that neighbouring runs share the machine's
 load. Per run: games/min between the first game's start and the
 last game's record (from the run's own events), this process's CPU seconds per game over
 the same span (the games, the embedded servers and the review's own work all live here;

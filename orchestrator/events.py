@@ -262,6 +262,12 @@ class ReviewLagging(Event):
     behind: int
 
 
+class ReviewFinishing(Event):
+    """The games are over and the run waits for the review's last ``behind`` games."""
+
+    behind: int
+
+
 class ReviewQueueFull(Event):
     """The review's queue holds ``size`` games: game ``game`` is left unlabelled, for
     ``collect --resume --review`` (or ``go19 review --resume``)."""

@@ -5,8 +5,8 @@ quality (:mod:`orchestrator.review.running`).
 
 The games never wait for it. A recorded game goes into a bounded queue without blocking
 (``send_nowait``); when the queue is full the game is left for a resume, said in one line.
-The KataGo processes run on CPU time nothing else wants (Linux's SCHED_IDLE), so that on a
-machine with few cores the games keep theirs; on one with cores to spare KataGo takes them.
+The KataGo processes run at the lowest priority (nice 19), so that on a machine with few
+cores the games keep theirs; on one with cores to spare KataGo takes them.
 A reviewer slower than the games falls behind, which the dashboard
 shows (``review 12 games behind``); when the games are over the run waits for the review to
 finish the queue (a Ctrl-C stops it there, keeping every game labelled so far).
@@ -42,6 +42,7 @@ from orchestrator.events import (
     GameReviewed,
     QualityStatus,
     ReviewEngineDied,
+    ReviewFinishing,
     ReviewLagging,
     ReviewQueueFull,
     ReviewStarted,
@@ -80,7 +81,7 @@ class ReviewOptions:
     max_in_flight: int = 4  # games asked at once per engine, as go19 label
     max_restarts: int = 3
     queue: int = QUEUE_SIZE
-    background: bool = True  # KataGo on idle CPU time only (label/engine.py)
+    background: bool = True  # KataGo at the lowest priority (label/engine.py)
 
     def run_options(self) -> RunOptions:
         return RunOptions(visits=self.visits, max_in_flight=self.max_in_flight,
@@ -244,6 +245,7 @@ class LiveReview:
         """Wait until every recorded game is labelled (or the review stopped)."""
         await self._started.wait()
         if self.behind and self.stopped is None:
+            self._emit(ReviewFinishing(self.behind))
             await self._idle.wait()
 
     async def _resumed(self, records: list[JournalRecord]) -> None:

@@ -38,6 +38,7 @@ from orchestrator.events import (
     QualityStatus,
     ReplicaChanged,
     ReviewEngineDied,
+    ReviewFinishing,
     ReviewLagging,
     ReviewQueueFull,
     ReviewStarted,
@@ -164,6 +165,12 @@ def _(event: GameReviewed) -> str:
 def _(event: ReviewLagging) -> str:
     return (f"review {plural(event.behind, 'game')} behind: KataGo labels slower than the "
             "games are played (the games never wait for it)")
+
+
+@words.register
+def _(event: ReviewFinishing) -> str:
+    return (f"games over: waiting for the review of {plural(event.behind, 'more game')} "
+            "(Ctrl-C stops it; the labels so far are kept, --resume --review labels the rest)")
 
 
 @words.register

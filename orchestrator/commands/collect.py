@@ -93,8 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "unless given; default: no watch page)",
     )
     review = parser.add_argument_group(
-        "review", "KataGo labels each recorded game into RUN_DIR/labels beside the games, on "
-        "idle CPU time, never waited for by them (docs/review.md): the dashboard and the "
+        "review", "KataGo labels each recorded game into RUN_DIR/labels beside the games, at "
+        "the lowest priority, never waited for by them (docs/review.md): the dashboard and the "
         "watch page show each player's mean point loss a move and the paired verdict, the "
         "report its move-quality section")
     review.add_argument("--review", action="store_true",

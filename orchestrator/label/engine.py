@@ -308,9 +308,10 @@ async def open_katago(
     """Start ``katago analysis`` and wait until it answers ``query_version`` (the net is
     loaded then); the log goes to ``log_path``. A KataGo that cannot start raises
     :class:`KataGoDied` here, with the end of its stderr. On exit the process is stopped.
-    ``background`` runs it (every thread) on the CPU time nothing else wants: Linux's
-    SCHED_IDLE (``chrt --idle``), else the lowest nice (``collect --review``: KataGo must not
-    take the games' CPU); ``own_session`` keeps a terminal's
+    ``background`` runs it (every thread) at the lowest priority, nice 19 (``collect
+    --review``: KataGo must not take the games' CPU). Not SCHED_IDLE: behind any other busy
+    process, even a niced one, it got no CPU at all and the review never moved;
+    ``own_session`` keeps a terminal's
     Ctrl-C from reaching it (the caller decides when it stops)."""
     for path, what in ((binary, "KataGo binary"), (model, "KataGo model"),
                        (config, "KataGo config")):
@@ -324,11 +325,8 @@ async def open_katago(
         str(binary), "analysis", "-config", str(config), "-model", str(model),
         "-override-config", f"logFile={log_path}", "-quit-without-waiting",
     ]
-    if background:  # chrt and nice exec: the pid stays KataGo's
-        if (chrt := shutil.which("chrt")) is not None:
-            command = [chrt, "--idle", "0", *command]
-        elif (nice := shutil.which("nice")) is not None:
-            command = [nice, "-n", "19", *command]
+    if background and (nice := shutil.which("nice")) is not None:
+        command = [nice, "-n", "19", *command]  # nice execs: the pid stays KataGo's
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=own_session,

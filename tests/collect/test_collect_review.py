@@ -32,6 +32,7 @@ from orchestrator.events import (
     GameRecorded,
     GameReviewed,
     ReviewEngineDied,
+    ReviewFinishing,
     ReviewLagging,
     ReviewQueueFull,
     ReviewStopped,
@@ -61,7 +62,7 @@ def go19(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def review(**options: object) -> LiveReview:
-    # Tests run KataGo at the normal priority: on idle time only, a busy machine starves it.
+    # Tests run KataGo at the normal priority: at nice 19 a busy machine slows it down.
     return LiveReview(ReviewOptions(KATAGO.binary, KATAGO.model, KATAGO.config,
                                     **{"background": False, **options}))  # type: ignore[arg-type]
 
@@ -193,6 +194,11 @@ async def test_a_review_slower_than_the_games_never_holds_them(tmp_path):
     (full,) = heard.of(ReviewQueueFull)
     assert full.game == summary.state.records[-1].game
     assert ok_games(summary.run_dir) == 3
+    # Once the games are over the run says that it waits for the review, and for how many.
+    (finishing,) = heard.of(ReviewFinishing)
+    assert finishing.behind >= 1 and kinds.index(ReviewFinishing) > last_recorded
+    assert words(finishing).startswith(
+        f"games over: waiting for the review of {finishing.behind} more game")
 
 
 def _katago_pids(folder: Path) -> set[int]:
