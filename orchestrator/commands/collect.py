@@ -20,7 +20,6 @@ from orchestrator.collect.run import (
 )
 from orchestrator.collect.standings import stop_reason
 from orchestrator.commands import positive_int
-from orchestrator.players.address import check_host
 from orchestrator.words import plural
 
 EXIT_CODES = """\
@@ -213,8 +212,7 @@ def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
               "pip install 'go19[web]'", file=sys.stderr)
         return None
     try:
-        host, port = server.parse_bind(bind)
-        host = check_host(host)  # an AddressError is a ValueError too
+        host, port = server.parse_bind(bind)  # the host checked, as players/address.py does
     except ValueError as exc:
         print(f"collect: --web: {exc}", file=sys.stderr)
         return None

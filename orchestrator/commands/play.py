@@ -53,7 +53,6 @@ def run(args: argparse.Namespace) -> int:
             NO_AUTH_WARNING,
             WILDCARDS,
             allowed_names_problem,
-            bind_host_problem,
             is_loopback,
             serve_play,
             trusted_hosts,
@@ -61,10 +60,6 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"play: the web extra is not installed ({exc.name} missing): "
               "pip install 'go19[web]'", file=sys.stderr)
-        return 2
-    problem = bind_host_problem(args.host)
-    if problem:
-        print(f"play: --host: {problem}", file=sys.stderr)
         return 2
     problem = allowed_names_problem(args.allow_host)
     if problem:

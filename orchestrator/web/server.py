@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from orchestrator import events
+from orchestrator.players.address import AddressError, check_host
 from orchestrator.serve.http import bind_listener, serve_app
 from orchestrator.web.app import play_app, watch_app
 from orchestrator.web.connection import host_problem
@@ -40,33 +41,16 @@ NAMES_NOTE = ("note: the page answers to the Host names {names}; reach it by ano
 SHUTDOWN_GRACE_S = 2.0  # watch pages hear that the run is over before the server goes
 
 
-def _ipv4_shorthand(host: str) -> ipaddress.IPv4Address | None:
-    """``127.1`` and the other forms inet_aton reads (and the resolver accepts)."""
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(host))
-    except (OSError, ValueError):
-        return None
-
-
 def is_loopback(host: str) -> bool:
+    """For a host as :func:`~orchestrator.players.address.check_host` spells it (``127.1``
+    already written out as ``127.0.0.1``)."""
     host = host.strip("[]")
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
-        pass
-    shorthand = _ipv4_shorthand(host)
-    return shorthand is not None and shorthand.is_loopback
-
-
-def bind_host_problem(host: str) -> str | None:
-    """Why ``go19 play --host`` / ``--web HOST:`` cannot be listened on, or None."""
-    problem = host_problem(host)
-    if problem == "empty host name":
-        return "empty host name (give an address such as 127.0.0.1, or 0.0.0.0 for every " \
-               "interface)"
-    return problem
+        return False
 
 
 def allowed_names_problem(names: Iterable[str]) -> str | None:
@@ -84,9 +68,10 @@ def parse_bind(text: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
     host = host.strip("[]") if sep else default_host
     if not port.isdigit() or not 0 <= int(port) < 65536 or not host:
         raise ValueError(f"bad address {text!r}: expected [HOST:]PORT with a port in 0..65535")
-    problem = bind_host_problem(host)
-    if problem:
-        raise ValueError(f"bad address {text!r}: {problem}")
+    try:
+        host = check_host(host)
+    except AddressError as exc:
+        raise ValueError(f"bad address {text!r}: {exc}") from None
     return host, int(port)
 
 
