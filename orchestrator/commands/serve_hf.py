@@ -214,16 +214,21 @@ def _stderr(line: str) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         _check(args)
-        template = read_template(args.prompt)
-    except (ValueError, PromptError) as exc:
+    except ValueError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
     api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     if args.openai_bind is not None and api_key is None and not is_loopback(args.openai_bind[0]):
-        # Said before the model loads (minutes on a large one), not after.
+        # Said once the command line is read, before anything is loaded (a large model
+        # takes minutes), not after.
         print(f"serve: warning: the OpenAI API on {args.openai} has no key: anyone who can "
               f"reach it uses the model and every adapter; give --api-key or ${API_KEY_ENV}",
               file=sys.stderr, flush=True)
+    try:
+        template = read_template(args.prompt)
+    except PromptError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
     problem = _extra_problem()
     if problem:
         print(f"serve: {problem}", file=sys.stderr)

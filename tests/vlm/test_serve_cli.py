@@ -202,25 +202,23 @@ def test_other_commands_never_import_torch() -> None:
     assert result.stdout == "[]\n", result.stderr
 
 
-def test_a_keyless_openai_port_off_loopback_is_warned_before_the_model_loads(
-        tmp_path, monkeypatch) -> None:
-    """The warning comes first (a large model loads for minutes); an empty folder then
-    stops the start, which keeps this test free of a model."""
+def test_a_keyless_openai_port_off_loopback_is_warned_before_anything_loads(
+        tiny: Tiny, tmp_path, monkeypatch) -> None:
+    """The warning comes once the command line is read (a large model loads for minutes);
+    a prompt file that is not there then stops the start, before torch is imported."""
     monkeypatch.delenv("GO19_API_KEY", raising=False)
-    empty = tmp_path / "model"
-    empty.mkdir()
-    warned = run_serve("--model", str(empty), "--openai", "0.0.0.0:0")
+    start = ["--model", str(tiny.model), "--prompt", str(tmp_path / "none.txt")]
+    warned = run_serve(*start, "--openai", "0.0.0.0:0")
     assert warned.returncode == 2
     first, *rest = warned.stderr.splitlines()
     assert first == ("serve: warning: the OpenAI API on 0.0.0.0:0 has no key: anyone who can "
                      "reach it uses the model and every adapter; give --api-key or "
                      "$GO19_API_KEY")
     assert rest and "warning" not in " ".join(rest)
-    for quiet in (run_serve("--model", str(empty), "--openai", "0.0.0.0:0", "--api-key", "k"),
-                  run_serve("--model", str(empty), "--openai", "127.0.0.1:0"),
-                  run_serve("--model", str(empty), "--openai", "0.0.0.0:0",
-                            env={"GO19_API_KEY": "k"})):
+    for quiet in (run_serve(*start, "--openai", "0.0.0.0:0", "--api-key", "k"),
+                  run_serve(*start, "--openai", "127.0.0.1:0"),
+                  run_serve(*start, "--openai", "0.0.0.0:0", env={"GO19_API_KEY": "k"})):
         assert quiet.returncode == 2 and "warning" not in quiet.stderr, quiet.stderr
-    misplaced = run_serve("--model", str(empty), "--listen", "base=:0", "--api-key", "k")
+    misplaced = run_serve(*start, "--listen", "base=:0", "--api-key", "k")
     assert (misplaced.returncode, misplaced.stderr) == (
         2, "serve: --api-key is for the OpenAI API: give --openai [HOST:]PORT\n")
