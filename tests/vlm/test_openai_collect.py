@@ -60,7 +60,7 @@ Q16 = "(;GM[1]FF[4]SZ[19];B[pd])"  # the opening occupies a's answer
 def openai_url(tiny: Tiny, tmp_path_factory) -> Iterator[str]:
     stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
     args = ["--engine", "hf", "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
-            "--adapter", f"b={tiny.adapter('b')}", "--openai", "127.0.0.1:0", "--komi", "6.5",
+            "--adapter", f"b={tiny.adapter('b')}", "--openai", "127.0.0.1:0",
             "--device", "cpu", "--threads", "1"]
     with serve_process(args, stderr) as (_, lines):
         match = SERVING.match(lines[-1])
