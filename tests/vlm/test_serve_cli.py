@@ -226,3 +226,22 @@ def test_other_commands_never_import_torch() -> None:
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
                             text=True, timeout=60)
     assert result.stdout == "[]\n", result.stderr
+
+
+def test_tiny_model_writes_a_folder_transformers_loads(tmp_path) -> None:
+    out = tmp_path / "tiny"
+    made = subprocess.run([*CLI, "tiny-model", str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == f"tiny Qwen2.5-VL (117 k parameters) in {out}\n"
+    from transformers import AutoConfig, AutoProcessor
+
+    config = AutoConfig.from_pretrained(out, local_files_only=True)
+    assert config.model_type == "qwen2_5_vl" and config.text_config.head_dim == 32
+    processor = AutoProcessor.from_pretrained(out, local_files_only=True)
+    assert processor.tokenizer.convert_tokens_to_ids("<|image_pad|>") == config.image_token_id
+    (tmp_path / "file").write_text("")
+    refused = subprocess.run([*CLI, "tiny-model", str(tmp_path / "file")], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+    assert (refused.returncode, refused.stderr) == (
+        2, f"tiny-model: {tmp_path / 'file'}: exists and is not a folder\n")
