@@ -25,25 +25,8 @@ from tests.conftest import REPO
 from tests.label.conftest import requires_katago
 from tests.vllm.conftest import SERVED_BASE, Vllm
 from tests.vlm.serve_process import CLI
-from tests.vlm.test_openai_collect import matchup, run, sgfmill_replies
+from tests.vlm.test_openai_collect import AUDITED, matchup, run, sgfmill_replies
 from tests.vlm.tiny import ANSWERS
-
-AUDITED = """
-[players.base]
-kind = "openai"
-base_urls = ["{url}"]
-model = "{base}"
-[players.a]
-kind = "openai"
-base_urls = ["{url}"]
-model = "a"
-[pairing]
-black = "base"
-white = "a"
-[game]
-move_cap = 4
-move_timeout_s = 120
-"""
 
 
 def go19(*args: object, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -106,37 +89,23 @@ async def test_choice_keeps_a_legal_when_its_move_is_taken(vllm: Vllm, tmp_path)
 async def test_the_serving_audit_finds_the_base_model_answering_as_an_adapter(
         vllm: Vllm, tmp_path) -> None:
     path = tmp_path / "audited.toml"
-    path.write_text(AUDITED.format(url=vllm.url, base=SERVED_BASE))
+    path.write_text(AUDITED.format(url=vllm.url))  # base, a and b, as tests/vlm audits
     said: list[str] = []
     findings = await audit_servers(load_matchup(path), said.append)
     (finding,) = findings
-    assert (finding.model, finding.companions) == (SERVED_BASE, ("a",))
-    # Alone, the random base model's reply spells no move; batched, an adapter's move
-    # (vLLM's answer is b's D4, though b is in no request of the batch).
+    assert (finding.model, finding.companions) == (SERVED_BASE, ("a", "b"))
+    # Alone, the random base model's reply spells no move; batched, an adapter's move.
     assert finding.changed >= 1 and finding.alone.startswith("no move ")
-    assert re.fullmatch(r"'[A-T]\d+'", finding.batched), finding
+    assert finding.like in ("a", "b") and finding.batched == repr(ANSWERS[finding.like])
     assert said == [finding.line()]
-    assert said[0].startswith(f"warning: serving audit: {vllm.url}: base answers "), said
-    assert " when batched with a (" in said[0]
+    assert said[0].startswith(f"warning: serving audit: {vllm.url}: base answers as "
+                              f"{finding.like} when batched with a, b ("), said
     strict = go19("collect", "--matchup", path, "--games", "1", "--recordings",
                   tmp_path / "rec", "--no-dashboard", "--no-report", "--strict-audit")
     assert strict.returncode == 3, strict.stderr
-    assert re.search(r"base answers .* when batched with a .*--strict-audit: nothing "
-                     r"recorded", strict.stderr), strict.stderr
+    assert re.search(r"base answers as [ab] when batched with a, b .*--strict-audit: "
+                     r"nothing recorded", strict.stderr), strict.stderr
     assert not (tmp_path / "rec").exists()
-
-
-def _trainer_inputs(tiny):
-    import torch
-    from peft import LoraConfig
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS
-
-    torch.set_num_threads(1)
-    model = AutoModelForImageTextToText.from_pretrained(tiny.model, local_files_only=True)
-    processor = AutoProcessor.from_pretrained(tiny.model, local_files_only=True)
-    return model, processor, LoraConfig(r=8, target_modules=LANGUAGE_PROJECTIONS)
 
 
 def _parquet(folder: Path):
@@ -146,18 +115,29 @@ def _parquet(folder: Path):
                                  split="train")
 
 
-def _one_step(trainer) -> float:
-    """The loss of the one step the trainer takes; its LoRA weights moved."""
+def _one_step(trainer_class, config_class, train, tiny, out: Path) -> float:
+    """One step of a TRL trainer on ``train`` (LoRA on the tiny model's language model):
+    its loss, after checking that the LoRA weights moved."""
     import torch
+    from peft import LoraConfig
+    from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS
+
+    torch.set_num_threads(1)
+    trainer = trainer_class(
+        model=AutoModelForImageTextToText.from_pretrained(tiny.model, local_files_only=True),
+        processing_class=AutoProcessor.from_pretrained(tiny.model, local_files_only=True),
+        train_dataset=train, peft_config=LoraConfig(r=8, target_modules=LANGUAGE_PROJECTIONS),
+        args=config_class(output_dir=str(out), max_steps=1, per_device_train_batch_size=2,
+                          use_cpu=True, report_to=[], save_strategy="no", logging_steps=1))
     lora = {name: p.detach().clone() for name, p in trainer.model.named_parameters()
             if p.requires_grad}
     assert lora and all("lora_" in name for name in lora)
     result = trainer.train()
     assert result.global_step == 1
-    moved = [not torch.equal(p, lora[name]) for name, p in trainer.model.named_parameters()
-             if name in lora]
-    assert any(moved)
+    assert any(not torch.equal(p, lora[name]) for name, p in trainer.model.named_parameters()
+               if name in lora)
     return result.training_loss
 
 
@@ -172,14 +152,8 @@ def test_one_trl_sft_step_on_the_runs_export(played, tiny, tmp_path) -> None:
     exported = go19("dataset", "export", tmp_path / "dataset", "--out", tmp_path / "sft")
     assert exported.returncode == 0, exported.stderr
     train = _parquet(tmp_path / "sft")
-    assert len(train) >= 8
-    model, processor, lora = _trainer_inputs(tiny)
-    trainer = SFTTrainer(
-        model=model, processing_class=processor, train_dataset=train, peft_config=lora,
-        args=SFTConfig(output_dir=str(tmp_path / "out"), max_steps=1,
-                       per_device_train_batch_size=2, use_cpu=True, report_to=[],
-                       save_strategy="no", logging_steps=1))
-    assert math.isfinite(_one_step(trainer))
+    assert len(train) == 12  # 2 games of 6 moves
+    assert math.isfinite(_one_step(SFTTrainer, SFTConfig, train, tiny, tmp_path / "out"))
 
 
 @requires_katago
@@ -197,10 +171,4 @@ def test_one_trl_dpo_step_on_the_runs_reviewed_export(played, tiny, tmp_path) ->
     assert exported.returncode == 0, exported.stderr
     train = _parquet(tmp_path / "dpo")
     assert len(train) >= 2
-    model, processor, lora = _trainer_inputs(tiny)
-    trainer = DPOTrainer(
-        model=model, processing_class=processor, train_dataset=train, peft_config=lora,
-        args=DPOConfig(output_dir=str(tmp_path / "out"), max_steps=1,
-                       per_device_train_batch_size=2, use_cpu=True, report_to=[],
-                       save_strategy="no", logging_steps=1))
-    assert math.isfinite(_one_step(trainer))
+    assert math.isfinite(_one_step(DPOTrainer, DPOConfig, train, tiny, tmp_path / "out"))
