@@ -18,7 +18,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError
+from orchestrator.players.openai_wire import Completion
+from orchestrator.serve.hf.jobs import BatchTimes, Job, RequestError
 
 
 def _ms(seconds: float) -> str:
