@@ -29,7 +29,8 @@ exit status:
        written (disk full, read-only): nothing half-written is left, --resume continues
   3    a player cannot be reached: no replica answers at start (after
        --wait-endpoints), every replica down for down_pause_s, or a streak of
-       void games made of failed connections; --review's KataGo does not start
+       void games made of failed connections; --review's KataGo does not start;
+       with --strict-audit, the serving audit found a model answering as another
   4    stopped before the games asked for: a streak of void games (timeouts,
        errors or illegal moves)
   130  interrupted (Ctrl-C or SIGTERM): the first one lets the games in flight
@@ -69,6 +70,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--wait-endpoints", type=float, default=0.0, metavar="SECONDS",
         help="wait up to this long for endpoints that do not answer yet, e.g. a GPU "
         "server still loading its model (default 0: exit 3 at once)",
+    )
+    parser.add_argument(
+        "--strict-audit", action="store_true",
+        help="exit 3 when the serving audit finds a model whose answer changes with the "
+        "models it is batched with (default: a warning line; docs/vlm.md)",
     )
     parser.add_argument("--recordings", type=Path, default=Path("recordings"),
                         help="where run folders go (default recordings)")
@@ -132,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         recordings=args.recordings,
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
         wait_endpoints_s=args.wait_endpoints,
+        strict_audit=args.strict_audit,
     )
     from orchestrator.collect.dashboard import Dashboard
     from orchestrator.collect.standings import PlainLog, plain_log
