@@ -14,12 +14,11 @@ from orchestrator.dataset import BuildOptions, build
 from orchestrator.dataset.shards import iter_shards
 from orchestrator.files import read_sgf_file
 from orchestrator.label.games import select_games
-from orchestrator.label.join import LabelJoin
+from orchestrator.label.join import LabelJoin, review_game
 from orchestrator.label.run import RunOptions
 from orchestrator.label.store import GameLabels, LabelSet, LabelWriter, empty_labels
 from orchestrator.positions.samples import read_file
 from orchestrator.quality.moves import OPENING
-from orchestrator.review.games import review_game
 from orchestrator.rules.replay import replay
 
 # Black to capture White's B18 ('bb') at C18 ('cb') as the fifth move, leaving a ko at B18:
