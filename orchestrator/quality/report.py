@@ -31,8 +31,14 @@ METHOD = {
     "point_loss": "player_sign × (scoreLead before − scoreLead after), Black +1, "
                   "White −1 (KaTrain, katrain/core/game_node.py points_lost)",
     "mean_loss": "mean of max(0, point loss) over counted moves (KaTrain game_report)",
-    "accuracy": f"100 × {summary.ACCURACY_BASE} ** mean point loss (KaTrain "
-                "game_report, every move weighted 1)",
+    "accuracy": f"go19's: 100 × {summary.ACCURACY_BASE} ** mean point loss, every move "
+                "weighted 1 (KaTrain's formula with a uniform weight, not KaTrain's number)",
+    "katrain_accuracy": f"KaTrain game_report (katrain/core/ai.py): 100 × "
+                        f"{summary.ACCURACY_BASE} ** weighted point loss, each move weighted "
+                        f"max({summary.KATRAIN_MIN_WEIGHT:g}, min(1, max(complexity, "
+                        f"loss / {summary.KATRAIN_LOSS_SCALE:g}))) with complexity 0, as "
+                        "KaTrain computes it at one visit (the labels keep no candidate "
+                        "moves, so also at more visits)",
     "top5": f"policy rank ≤ {summary.TOP_N}",
     "blunders": "moves losing ≥ 3, 6, 12 points per 100 moves (KaTrain eval_thresholds)",
     "interval": f"{100 * summary.CONFIDENCE:g} % percentile bootstrap over games, "

@@ -7,10 +7,15 @@ of the game (moves 1–50, 51–150, 151+, and all):
 - **mean point loss**: the mean of ``max(0, loss)`` — KaTrain's ``game_report``
   (katrain/core/ai.py) clips each loss at 0 before averaging, as a move cannot be better
   than KataGo's own;
-- **accuracy**: ``100 × 0.75 ** mean point loss``, KaTrain's formula (``game_report``'s
-  ``"accuracy": 100 * 0.75 ** wt_loss``) with every move weighted alike: KaTrain weights a
-  move by its position's complexity, which needs the search's candidate moves and their
-  values, and labels keep the root's value only;
+- **KaTrain accuracy** (``katrain_accuracy``): KaTrain's ``game_report``,
+  ``100 × 0.75 ** weighted point loss``, the weighted loss ``Σ w · loss / Σ w`` with each
+  move's weight ``w = max(0.05, min(1, max(complexity, loss / 4)))``. The complexity is the
+  prior-weighted loss of the search's candidate moves; KaTrain finds none with a prior at one
+  visit (its single candidate is the root), so it is 0 there, and the labels keep no
+  candidates at more visits either: ``w = max(0.05, min(1, loss / 4))``, KaTrain's number at
+  one visit. Over several games the sums run over all the player's counted moves;
+- **go19 accuracy** (``accuracy``): ``100 × 0.75 ** mean point loss``, the same formula with
+  every move weighted 1 (go19's own, kept for earlier reports; not KaTrain's number);
 - **top-1**: the share of moves that are KataGo's move; **top-5**: the share whose policy
   rank is 5 or better;
 - **blunders per 100 moves** at 3, 6 and 12 points lost (KaTrain's
@@ -53,6 +58,9 @@ PHASES: tuple[tuple[str, int, int | None], ...] = (
     ("all", 1, None), ("1-50", 1, 50), ("51-150", 51, 150), ("151+", 151, None))
 BLUNDERS = (3.0, 6.0, 12.0)  # points lost; KaTrain's eval_thresholds 12, 6, 3
 ACCURACY_BASE = 0.75  # KaTrain: accuracy = 100 * 0.75 ** weighted point loss
+# KaTrain's weight of a move: max(KATRAIN_MIN_WEIGHT, min(1, max(complexity, loss / 4))).
+KATRAIN_MIN_WEIGHT = 0.05
+KATRAIN_LOSS_SCALE = 4.0
 TOP_N = 5
 RESAMPLES = 4000  # the expanded interval's tails are thin for few games: many draws
 SEED = 25
@@ -62,8 +70,10 @@ Z = 1.959963984540054  # the normal's 97.5 % point, for CONFIDENCE
 # all, and over a handful it is far too narrow (it cannot see the games not played).
 MIN_GAMES = 5
 # What Tally.sums holds per game and phase; every statistic is a ratio of two of them.
-COLUMNS = ("moves", "loss", "top1", "top5", *(f"blunders{t:g}" for t in BLUNDERS))
-STATISTICS = ("mean_loss", "accuracy", "top1", "top5", *(f"blunders{t:g}" for t in BLUNDERS))
+COLUMNS = ("moves", "loss", "top1", "top5", *(f"blunders{t:g}" for t in BLUNDERS),
+           "katrain_weight", "katrain_weighted_loss")
+STATISTICS = ("mean_loss", "accuracy", "katrain_accuracy", "top1", "top5",
+              *(f"blunders{t:g}" for t in BLUNDERS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +116,23 @@ def counted(moves: GameMoves, color: int) -> np.ndarray:
             & (moves.best >= 0))
 
 
+def katrain_weight(loss: np.ndarray, complexity: float = 0.0) -> np.ndarray:
+    """KaTrain ``game_report``'s weight of each move by its (clipped) point loss:
+    ``max(0.05, min(1, max(complexity, loss / 4)))``; the labels give complexity 0."""
+    return np.clip(np.maximum(complexity, loss / KATRAIN_LOSS_SCALE), KATRAIN_MIN_WEIGHT, 1.0)
+
+
 def _game_sums(moves: GameMoves, color: int) -> np.ndarray:
     mask = counted(moves, color)
     loss = np.maximum(moves.loss[mask], 0.0)
     rank = moves.rank[mask]
     number = moves.number[mask]
+    weight = katrain_weight(loss)
     columns = np.stack([
         np.ones_like(loss), loss, (moves.played[mask] == moves.best[mask]).astype(np.float64),
         ((rank >= 1) & (rank <= TOP_N)).astype(np.float64),
         *((loss >= t).astype(np.float64) for t in BLUNDERS),
+        weight, weight * loss,
     ], axis=1)
     out = np.zeros((len(PHASES), len(COLUMNS)))
     for p, (_, first, last) in enumerate(PHASES):
@@ -147,7 +165,9 @@ def statistics(sums: np.ndarray) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         moves = sums[..., 0]
         mean_loss = sums[..., 1] / moves
+        weighted_loss = sums[..., -1] / sums[..., -2]
         out = {"mean_loss": mean_loss, "accuracy": 100.0 * ACCURACY_BASE ** mean_loss,
+               "katrain_accuracy": 100.0 * ACCURACY_BASE ** weighted_loss,
                "top1": 100.0 * sums[..., 2] / moves, "top5": 100.0 * sums[..., 3] / moves}
         for k, t in enumerate(BLUNDERS):
             out[f"blunders{t:g}"] = 100.0 * sums[..., 4 + k] / moves

@@ -87,11 +87,12 @@ def players_table(report: Report, q: QualityReport) -> Table:
                 continue
             rows.append((name(report, player), PHASE_NAMES.get(phase, phase),
                          str(p.phase_moves[phase]), interval(s["mean_loss"], 2),
-                         interval(s["accuracy"]), interval(s["top1"]), interval(s["top5"]),
+                         interval(s["katrain_accuracy"]), interval(s["accuracy"]),
+                         interval(s["top1"]), interval(s["top5"]),
                          *(interval(s[f"blunders{t}"]) for t in ("3", "6", "12"))))
-    return Table(("player", "phase", "moves", "mean point loss [95 %]", "accuracy",
-                  "top-1 %", "top-5 %", "≥ 3 pts /100", "≥ 6 pts /100", "≥ 12 pts /100"),
-                 tuple(rows))
+    return Table(("player", "phase", "moves", "mean point loss [95 %]", "KaTrain accuracy",
+                  "go19 accuracy (uniform)", "top-1 %", "top-5 %", "≥ 3 pts /100",
+                  "≥ 6 pts /100", "≥ 12 pts /100"), tuple(rows))
 
 
 def counts_table(report: Report, q: QualityReport) -> Table:
@@ -144,6 +145,7 @@ def labels_line(q: QualityReport) -> str:
 def method_lines(q: QualityReport) -> list[str]:
     m = q.method
     return [f"point loss = {m['point_loss']}", f"mean point loss = {m['mean_loss']}",
-            f"accuracy = {m['accuracy']}", f"top-5 = {m['top5']}", f"blunders = {m['blunders']}",
+            f"KaTrain accuracy = {m['katrain_accuracy']}", f"go19 accuracy = {m['accuracy']}",
+            f"top-5 = {m['top5']}", f"blunders = {m['blunders']}",
             f"intervals: {m['interval']}",
             "fallback and opening-book moves are not counted (their numbers are apart)"]

@@ -39,13 +39,16 @@ def test_tally_by_hand() -> None:
     t = summary.tally([(g, B)])
     # Black's counted moves: 1 (loss -1 -> 0, KataGo's move, rank 1), 3 (4.0, rank 5),
     # 5 (13.0); move 7 has no loss (unlabelled), move 8 is a fallback (loss 9).
-    moves, loss, top1, top5, b3, b6, b12 = t.sums[0, 0]
+    moves, loss, top1, top5, b3, b6, b12, weight, weighted = t.sums[0, 0]
     assert (moves, loss, top1, top5, b3, b6, b12) == (3, 17.0, 1, 2, 2, 1, 1)
+    # KaTrain's weights: max(0.05, min(1, loss / 4)) for losses 0, 4 and 13.
+    assert (weight, weighted) == pytest.approx((0.05 + 1 + 1, 0 + 4 + 13))
     assert (t.opening, t.fallback, t.unlabelled) == (0, 1, 1)
     assert (t.fallback_loss, t.fallback_labelled) == (9.0, 1)
     stats = summary.statistics(t.sums[0, 0])
     assert stats["mean_loss"] == pytest.approx(17 / 3)
     assert stats["accuracy"] == pytest.approx(100 * 0.75 ** (17 / 3))
+    assert stats["katrain_accuracy"] == pytest.approx(100 * 0.75 ** (17 / 2.05))
     assert stats["top1"] == pytest.approx(100 / 3)
     assert stats["blunders12"] == pytest.approx(100 / 3)
 
