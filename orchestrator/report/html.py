@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -20,6 +21,11 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em;
        padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .6em 0; font-size: .92em; }
+/* A table or chart wider than a phone scrolls in its own box, not the page. */
+table { display: block; max-width: 100%; overflow-x: auto; }
+svg { max-width: 100%; height: auto; }
+code { font-size: .95em; background: #f3f3f3; padding: 0 .2em; }
+dd, p, li, figcaption { overflow-wrap: anywhere; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: left; }
 th { background: #f3f3f3; }
 dl.keys { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
@@ -31,7 +37,17 @@ figure { margin: .8em 0; } .note { color: #555; font-size: .9em; }
 .verdict.undecided { border-color: #a0aec0; background: #f7f7f7; }
 .verdict .sentence { font-size: 1.25em; font-weight: 600; margin: .3em 0 .6em; }
 details summary { cursor: pointer; font-weight: 600; margin: .6em 0; }
+@media (max-width: 40em) { body { margin: 1em auto; }
+  dl.keys { grid-template-columns: minmax(0, 1fr); } dl.keys dd { margin-bottom: .4em; } }
 """
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def inline(text: str) -> str:
+    """Text with Markdown's code spans (``go19 review RUN_DIR`` in backticks) as HTML."""
+    return _CODE.sub(r"<code>\1</code>", escape(text))
 
 
 def table(tab: t.Table) -> str:
@@ -127,7 +143,7 @@ def verdict_box(report: Report) -> str:
     if not v:
         return ('<div class="verdict undecided"><p class="sentence">No head-to-head games '
                 "between two players: no verdict.</p></div>")
-    keys = "".join(f"<dt>{escape(k)}</dt><dd>{escape(val)}</dd>"
+    keys = "".join(f"<dt>{escape(k)}</dt><dd>{inline(val)}</dd>"
                    for k, val in [*t.verdict_lines(report),
                                   *quality_tables.verdict_lines(report)])
     kind = "" if v.stronger else " undecided"
@@ -189,7 +205,7 @@ def render(report: Report, out_dir: Path | None = None) -> str:
             page.append(f"<details><summary>Opening pairs: {done} complete of "
                         f"{len(section.pairs)} (click to open)</summary>"
                         f"{table(t.pairs_table(section))}</details>")
-    page.append(quality_pages.html(report, table, out_dir))
+    page.append(quality_pages.html(report, table, inline, out_dir))
     if t.show_ratings(report):
         page += ["<h2>Ratings</h2>", table(t.ratings_table(report)),
                  f'<p class="note">{escape(t.ratings_note(report))}</p>']
@@ -228,6 +244,7 @@ def render(report: Report, out_dir: Path | None = None) -> str:
         page.append("</ul>")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(t.title(report))}</title><style>{CSS}{quality_pages.CSS}</style>"
         "</head>"
         f"<body>{''.join(page)}</body></html>\n"

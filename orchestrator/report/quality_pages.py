@@ -72,6 +72,7 @@ def _relative(out_dir: Path | None) -> Callable[[str], str]:
 
 
 Render = Callable[[t.Table], str]
+Text = Callable[[str], str]
 
 
 def markdown(report: Report, table: Render, out_dir: Path | None = None) -> list[str]:
@@ -104,13 +105,14 @@ def markdown(report: Report, table: Render, out_dir: Path | None = None) -> list
     return out
 
 
-def html(report: Report, table: Render, out_dir: Path | None = None) -> str:
+def html(report: Report, table: Render, text: Text, out_dir: Path | None = None) -> str:
+    """The section's HTML; ``table`` and ``text`` are the page's own writers."""
     q = report.quality
     if q is None:
         return ""
     head = "<h2>Move quality (KataGo)</h2>"
     if isinstance(q, QualityUnavailable):
-        return f'{head}<p class="note">{escape(q.hint)}</p>'
+        return f'{head}<p class="note">{text(q.hint)}</p>'
     link = _relative(out_dir)
     page = [head, f'<p class="note">{escape(labels_line(q))}</p>',
             table(pairs_table(q)), table(players_table(report, q)),

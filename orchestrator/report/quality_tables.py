@@ -16,6 +16,7 @@ from orchestrator.quality.report import (
 from orchestrator.quality.summary import Interval
 from orchestrator.report.model import Report
 from orchestrator.report.tables import Table, name
+from orchestrator.words import plural
 
 PHASE_NAMES = {"all": "all moves", "1-50": "moves 1–50", "51-150": "moves 51–150",
                "151+": "moves 151+"}
@@ -49,13 +50,26 @@ def main_pair(report: Report, q: QualityReport) -> PairQuality | None:
                 pairs[0] if pairs else None)
 
 
-def decided(d: Decided, games: str = "games") -> str:
-    """``after 12 of 40 games (for good from game 15)``, or ``not yet (40 games)``."""
+def decided(d: Decided, game: str = "game") -> str:
+    """When the verdict's 95 % interval left 0: ``decided after 12 of 40 games``, ``decided
+    after 12 of 40 games, undecided again until game 15``, ``decided after 12 of 40 games,
+    undecided again by the last``, or ``not decided after 40 games``."""
     if d.first is None:
-        return f"not yet ({d.games} {games})"
-    steady = ("" if d.steady == d.first else
-              f" (for good from game {d.steady})" if d.steady else " (not for good)")
-    return f"after {d.first} of {d.games} {games}{steady}"
+        return f"not decided after {plural(d.games, game)}"
+    text = f"decided after {d.first} of {plural(d.games, game)}"
+    if d.steady == d.first:
+        return text
+    if d.steady is None:
+        return f"{text}, undecided again by the last"
+    return f"{text}, undecided again until game {d.steady}"
+
+
+def coverage(q: QualityReport) -> str:
+    """Which moves the numbers are over: ``6 of 10 games labelled, the first 40 moves of
+    each``."""
+    c, most = q.counts, q.labels.max_moves
+    return (f"{c.labelled} of {plural(c.games, 'game')} labelled, "
+            + (f"the first {most} moves of each" if most else "every move"))
 
 
 def verdict_lines(report: Report) -> list[tuple[str, str]]:
@@ -70,20 +84,29 @@ def verdict_lines(report: Report) -> list[tuple[str, str]]:
     if pair is None:
         return [("move quality", "no labelled games between two players")]
     return [
-        ("move quality", pair.sentence),
-        ("interval first excludes 0",
-         f"quality {decided(pair.quality_decided, 'labelled games')}; "
-         f"Elo {decided(pair.elo_decided, 'rated games')}"),
+        ("move quality", f"{pair.sentence.removesuffix('.')} ({coverage(q)})."),
+        ("verdicts", f"quality {decided(pair.quality_decided, 'labelled game')}; "
+                     f"Elo {decided(pair.elo_decided, 'rated game')}"),
     ]
 
 
+def _phases(q: QualityReport) -> list[str]:
+    """The phases worth a row or column: every move, and each phase that holds some of a
+    player's counted moves but not all of them (with ``--max-moves 40`` moves 1–50 are
+    every move, and the later phases none)."""
+    return [phase for phase in q.phases if phase == "all" or any(
+        0 < p.phase_moves[phase] < p.phase_moves["all"] for p in q.players.values())]
+
+
 def players_table(report: Report, q: QualityReport) -> Table:
-    """One row per player and phase (phases with counted moves only)."""
+    """One row per player and phase (the phases with some of its counted moves, but not all:
+    that row would be the one of every move again)."""
     rows = []
     for player, p in q.players.items():
         for phase in q.phases:
             s = p.phases[phase]
-            if not p.phase_moves[phase]:
+            moves = p.phase_moves[phase]
+            if not moves or phase != "all" and moves == p.phase_moves["all"]:
                 continue
             rows.append((name(report, player), PHASE_NAMES.get(phase, phase),
                          str(p.phase_moves[phase]), interval(s["mean_loss"], 2),
@@ -110,18 +133,18 @@ def counts_table(report: Report, q: QualityReport) -> Table:
 
 
 def pairs_table(q: QualityReport) -> Table:
+    phases = [phase for phase in _phases(q) if phase != "all"]
     rows = []
     for p in q.head_to_head:
-        by = p.by_phase
         rows.append((f"{p.player} vs {p.opponent}", str(p.games),
                      interval(p.difference, 2, sign=True),
-                     *(interval(by[ph], 2, sign=True) for ph in ("1-50", "51-150", "151+")),
+                     *(interval(p.by_phase[phase], 2, sign=True) for phase in phases),
                      p.better or "undecided",
-                     decided(p.quality_decided, "labelled games"),
-                     decided(p.elo_decided, "rated games")))
-    return Table(("pair", "games", "opponent's loss − player's [95 %]", "moves 1–50",
-                  "51–150", "151+", "plays better", "quality decided", "Elo decided"),
-                 tuple(rows))
+                     decided(p.quality_decided, "labelled game"),
+                     decided(p.elo_decided, "rated game")))
+    return Table(("pair", "games", "opponent's loss − player's [95 %]",
+                  *(PHASE_NAMES.get(phase, phase) for phase in phases), "plays better",
+                  "quality verdict", "Elo verdict"), tuple(rows))
 
 
 def worst_table(worst: list[WorstMove]) -> Table:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from orchestrator.report.model import Estimate, GameRow, HeadToHead, Ratings, Report, Results
+from orchestrator.words import plural
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,12 @@ def elo(value: float | None, digits: int = 1) -> str:
     return f"{value:+.{digits}f}"
 
 
+NO_INTERVAL = "too few games for an interval"
+
+
 def plus_minus(value: float | None, error: float | None) -> str:
     if error is None or math.isinf(error):
-        return f"{elo(value)} (no interval)" if value is not None else "n/a"
+        return f"{elo(value)} ({NO_INTERVAL})" if value is not None else "n/a"
     return f"{elo(value)} ± {error:.1f}"
 
 
@@ -265,11 +269,14 @@ def verdict_lines(report: Report) -> list[tuple[str, str]]:
     v = report.verdict
     assert v is not None
     r = v.results
+    counted = f"{v.kind}, {plural(v.samples, v.counts[:-1], v.counts)}"
+    if v.elo_low is None or v.elo_high is None:
+        estimate = f"{elo(v.elo)} ({counted}; {NO_INTERVAL})"
+    else:
+        estimate = f"{elo(v.elo)} [{elo(v.elo_low)}, {elo(v.elo_high)}] ({counted})"
     lines = [
         ("stronger", name(report, v.stronger) if v.stronger else "not decided yet"),
-        (f"Elo of {v.player} (95 %)",
-         f"{elo(v.elo)} [{elo(v.elo_low)}, {elo(v.elo_high)}] "
-         f"({v.kind}, {v.samples} {v.counts})"),
+        (f"Elo of {v.player} (95 %)", estimate),
         ("LOS", pct(v.los)),
         ("games", f"{v.games}: {wld(r)} W–L{'–D' if r.draws else ''} for {v.player}"),
     ]

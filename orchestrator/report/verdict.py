@@ -27,6 +27,13 @@ def _elo_text(value: float | None) -> str:
     return f"{value:+.1f}".replace("-", "−")
 
 
+def _all(count: int, kind: str) -> str:
+    """``the one game``, ``both pairs``, ``all 5 games``."""
+    if count == 1:
+        return f"the one {kind[:-1]}"
+    return f"both {kind}" if count == 2 else f"all {count} {kind}"
+
+
 def sentence(player: str, opponent: str, est: Estimate, sprt: Sprt | None,
              samples_kind: str) -> str:
     """One plain-language sentence for ``player`` against ``opponent``."""
@@ -60,8 +67,8 @@ def _sentence(player: str, opponent: str, est: Estimate, sprt: Sprt | None,
         if score == 0.5:
             return (f"{player} and {opponent} drew every {samples_kind[:-1]} so far; "
                     "no interval yet, more games needed.")
-        return (f"{winner} won every one of {est.samples} {samples_kind} against {loser}; "
-                "too few to put an interval on it, more games needed.")
+        return (f"{winner} won {_all(est.samples, samples_kind)} against {loser}; too few "
+                "games for an interval, more games needed.")
     interval = (f"Elo {_elo_text(est.elo)} [{_elo_text(est.elo_low)}, "
                 f"{_elo_text(est.elo_high)}]")
     if los >= CONFIDENT:

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.quality.report import Decided
 from orchestrator.report.model import Estimate, Sprt
 from orchestrator.report.names import label
+from orchestrator.report.quality_tables import decided
 from orchestrator.report.verdict import sentence
 from tests.report.synth import Game, report_json, write_run
 
@@ -102,8 +104,22 @@ def test_sprt_h0_and_clean_sweep_sentences() -> None:
     sweep = Estimate(samples=3, score=1.0, elo=math.inf, elo_low=None, elo_high=None,
                      error=math.inf, los=None, nelo=None, nelo_error=None)
     assert sentence("r5", "r4", sweep, None, "pairs") == (
-        "r5 won every one of 3 pairs against r4; too few to put an interval on it, more "
-        "games needed.")
+        "r5 won all 3 pairs against r4; too few games for an interval, more games needed.")
+
+
+@pytest.mark.parametrize(("wins", "paired", "said", "counted"), [
+    (2, False, "r5 won both games against r4", "trinomial, 2 games"),
+    (2, True, "r5 won the one pair against r4", "pentanomial, 1 pair"),
+])
+def test_a_clean_sweep_of_two_games_in_words(tmp_path: Path, wins: int, paired: bool,
+                                              said: str, counted: str) -> None:
+    report = _report(tmp_path, _match("r5", "r4", wins, 0, paired=paired))
+    assert report["verdict"]["sentence"] == (
+        f"{said}; too few games for an interval, more games needed.")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert f"**Elo of r5 (95 %)**: +∞ ({counted}; too few games for an interval)" in md
+    assert "- **Elo (95 %)**: +∞ (too few games for an interval)" in md
+    assert "every one of" not in md and "[n/a, n/a]" not in md and "(no interval)" not in md
 
 
 def test_two_unconnected_runs_are_rated_as_two_groups(tmp_path: Path) -> None:
@@ -175,3 +191,13 @@ def test_fallback_rate_over_games_shows_a_degrading_adapter(tmp_path: Path) -> N
     assert r4[0]["rate"] == r4[1]["rate"] == 0.0
     assert r4[2]["rate"] == r4[3]["rate"] == pytest.approx(5 / 15)  # 1 of 3 moves asked
     assert all(p["rate"] == 0.0 for p in curves["r5"])
+
+
+def test_when_a_verdict_was_decided_in_plain_words() -> None:
+    assert decided(Decided(1, None, None), "labelled game") == (
+        "not decided after 1 labelled game")
+    assert decided(Decided(40, 12, 12), "rated game") == "decided after 12 of 40 rated games"
+    assert decided(Decided(40, 12, 15), "rated game") == (
+        "decided after 12 of 40 rated games, undecided again until game 15")
+    assert decided(Decided(30, 23, None), "labelled game") == (
+        "decided after 23 of 30 labelled games, undecided again by the last")
