@@ -5,7 +5,9 @@ Each section is a frozen dataclass whose fields are its JSON keys, in order. Num
 numbers here: an infinite Elo (a clean sweep) is ``inf``, written ``"+inf"``/``"-inf"``
 (which ``float()`` reads back); an undefined number (NaN) is written ``null``. A field whose
 metadata says ``{"json": "omit-none"}`` (``"omit-empty"``) is left out of the JSON while it is
-None (empty), so that a report without it reads as before it existed.
+None (empty), so that a report without it reads as before it existed; one with ``{"json":
+"inline"}`` (a dataclass) writes its fields in its place; ``{"drop": names}`` leaves those
+fields of a dataclass value out (a value typed elsewhere, with a field the JSON never had).
 
 A new section is a field of :class:`Report` (a dataclass of its own, usually with
 ``omit-none`` so that reports without it stay as they were), filled in
@@ -20,21 +22,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.quality.report import QualityReport, QualityUnavailable
+from orchestrator.ratings import EloEstimate
+from orchestrator.ratings.bt import RatingRow as BtRow
 
 OMIT_NONE = {"json": "omit-none"}
 OMIT_EMPTY = {"json": "omit-empty"}
+INLINE = {"json": "inline"}
+_ESTIMATE = {"drop": ("games",)}
 
 
-def to_json(value: Any) -> Any:
-    """``value`` (dataclasses, dicts, lists, numbers, strings) as plain JSON values."""
+def to_json(value: Any, drop: tuple[str, ...] = ()) -> Any:
+    """``value`` (dataclasses, dicts, lists, numbers, strings) as plain JSON values;
+    ``drop``: fields of a dataclass ``value`` left out."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {}
         for f in dataclasses.fields(value):
             item = getattr(value, f.name)
-            omit = f.metadata.get("json")
-            if omit == "omit-none" and item is None or omit == "omit-empty" and not item:
+            how = f.metadata.get("json")
+            if f.name in drop or how == "omit-none" and item is None or (
+                    how == "omit-empty" and not item):
                 continue
-            out[f.name] = to_json(item)
+            written = to_json(item, f.metadata.get("drop", ()))
+            if how == "inline":
+                out.update(written)
+            else:
+                out[f.name] = written
         return out
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items()}
@@ -53,21 +65,6 @@ class Results:
     wins: int
     losses: int
     draws: int
-
-
-@dataclass(frozen=True, slots=True)
-class Estimate:
-    """An Elo estimate from counts (:func:`orchestrator.ratings.estimate`)."""
-
-    samples: int
-    score: float | None
-    elo: float | None
-    elo_low: float | None
-    elo_high: float | None
-    error: float | None
-    los: float | None
-    nelo: float | None
-    nelo_error: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +127,9 @@ class HeadToHead:
     as_white: Results
     counts: str  # "pairs" (pentanomial) or "games"
     pentanomial: list[int] | None
-    estimate: Estimate
-    estimate_games: Estimate  # per game, unpaired
+    # ratings.estimate's, less its games (the section's own): samples, score, elo, ...
+    estimate: EloEstimate = field(metadata=_ESTIMATE)
+    estimate_games: EloEstimate = field(metadata=_ESTIMATE)  # per game, unpaired
     curve: list[EloPoint]
     sprt: list[Sprt]
     pairs: list[PairRow]
@@ -260,13 +258,7 @@ class RatePoint:
 
 @dataclass(frozen=True, slots=True)
 class RatingRow:
-    player: str
-    elo: float
-    stderr: float
-    games: int
-    wins: int
-    losses: int
-    draws: int
+    fit: BtRow = field(metadata=INLINE)  # player, elo, stderr, games, wins, losses, draws
     los_next: float | None
     group: int | None = field(default=None, metadata=OMIT_NONE)  # in Ratings.rows only
 

@@ -29,7 +29,6 @@ import numpy as np
 
 from orchestrator.ratings import (
     Counts,
-    EloEstimate,
     GameOutcome,
     Pentanomial,
     RatingsError,
@@ -46,7 +45,6 @@ from orchestrator.report import series
 from orchestrator.report.load import GameData, RunData, Warn
 from orchestrator.report.model import (
     EloPoint,
-    Estimate,
     HeadToHead,
     Lengths,
     LlrPoint,
@@ -71,12 +69,6 @@ from orchestrator.report.verdict import verdict
 
 SCHEMA = 1
 REASONS = ("two-passes", "resign", "move-cap", "void")
-
-
-def _estimate(est: EloEstimate) -> Estimate:
-    return Estimate(samples=est.samples, score=est.score, elo=est.elo, elo_low=est.elo_low,
-                    elo_high=est.elo_high, error=est.error, los=est.los, nelo=est.nelo,
-                    nelo_error=est.nelo_error)
 
 
 def _outcome(game: GameData) -> GameOutcome | None:
@@ -264,8 +256,8 @@ def _head_to_head(runs: Sequence[RunData], outcomes: Sequence[GameOutcome],
             as_white=results(split.as_white),
             counts="pairs" if penta else "games",
             pentanomial=list(penta.counts) if penta else None,
-            estimate=_estimate(estimate(counts)),
-            estimate_games=_estimate(estimate(split.overall)),
+            estimate=estimate(counts),
+            estimate_games=estimate(split.overall),
             curve=_curve(games, player, opponent),
             sprt=[s for s in sprts if {s.player, s.opponent} == {a, b}],
             pairs=series.pair_rows(recorded, player, opponent) if penta else [],
@@ -280,10 +272,7 @@ def _fit_group(table: dict, group: tuple[str, ...], anchor: dict[str, float]) ->
     rows = []
     for upper, lower in zip(fit.rows, [*fit.rows[1:], None], strict=True):
         rows.append(RatingRow(
-            player=upper.player, elo=upper.elo, stderr=upper.stderr, games=upper.games,
-            wins=upper.wins, losses=upper.losses, draws=upper.draws,
-            los_next=fit.los(upper.player, lower.player) if lower else None,
-        ))
+            upper, los_next=fit.los(upper.player, lower.player) if lower else None))
     return RatingGroup(players=list(group), anchor=anchor, anchor_default=default,
                        black_advantage=fit.black_advantage,
                        black_advantage_stderr=fit.black_advantage_stderr, rows=rows)

@@ -8,7 +8,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from orchestrator.report.model import Estimate, GameRow, HeadToHead, Ratings, Report, Results
+from orchestrator.ratings import EloEstimate
+from orchestrator.report.model import GameRow, HeadToHead, Ratings, Report, Results
 from orchestrator.words import plural
 
 
@@ -46,7 +47,7 @@ def plus_minus(value: float | None, error: float | None) -> str:
     return f"{elo(value)} ± {error:.1f}"
 
 
-def elo_interval(est: Estimate) -> str:
+def elo_interval(est: EloEstimate) -> str:
     """``+147.2 ± 387.4``; with an open end (a few lopsided games) the bounds instead."""
     if est.error is not None and math.isinf(est.error) and est.elo_low is not None:
         return f"{elo(est.elo)} (95 %: {elo(est.elo_low)} to {elo(est.elo_high)})"
@@ -149,8 +150,8 @@ def ratings_table(report: Report) -> Table:
         rank = ranks[group] = ranks.get(group, 0) + 1
         rows.append((
             *((str(group + 1),) if grouped else ()),
-            str(rank), name(report, row.player), elo(row.elo), f"{row.stderr:.1f}",
-            str(row.games), f"{row.wins}–{row.losses}–{row.draws}",
+            str(rank), name(report, row.fit.player), elo(row.fit.elo), f"{row.fit.stderr:.1f}",
+            str(row.fit.games), f"{row.fit.wins}–{row.fit.losses}–{row.fit.draws}",
             pct(row.los_next) if row.los_next is not None else "",
         ))
     return Table((*(("group",) if grouped else ()), "#", "player", "Elo", "± (1σ)", "games",

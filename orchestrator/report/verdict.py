@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.report.model import Estimate, HeadToHead, Sprt, Verdict, VerdictSprt
+from orchestrator.ratings import EloEstimate
+from orchestrator.report.model import HeadToHead, Sprt, Verdict, VerdictSprt
 
 CONFIDENT = 0.95
 
@@ -34,7 +35,7 @@ def _all(count: int, kind: str) -> str:
     return f"both {kind}" if count == 2 else f"all {count} {kind}"
 
 
-def sentence(player: str, opponent: str, est: Estimate, sprt: Sprt | None,
+def sentence(player: str, opponent: str, est: EloEstimate, sprt: Sprt | None,
              samples_kind: str) -> str:
     """One plain-language sentence for ``player`` against ``opponent``."""
     text = _sentence(player, opponent, est, sprt, samples_kind)
@@ -45,7 +46,7 @@ def sentence(player: str, opponent: str, est: Estimate, sprt: Sprt | None,
     return text
 
 
-def _sentence(player: str, opponent: str, est: Estimate, sprt: Sprt | None,
+def _sentence(player: str, opponent: str, est: EloEstimate, sprt: Sprt | None,
               samples_kind: str) -> str:
     los = est.los
     if est.elo is None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.quality.report import Decided
-from orchestrator.report.model import Estimate, Sprt
+from orchestrator.ratings import EloEstimate
+from orchestrator.report.model import Sprt
 from orchestrator.report.names import label
 from orchestrator.report.quality_tables import decided
 from orchestrator.report.verdict import sentence
@@ -93,7 +94,7 @@ def test_undecided_sprt_is_said(tmp_path: Path) -> None:
 
 
 def test_sprt_h0_and_clean_sweep_sentences() -> None:
-    est = Estimate(samples=400, score=0.47, elo=-20.0, elo_low=-60.0, elo_high=20.0,
+    est = EloEstimate(games=400, samples=400, score=0.47, elo=-20.0, elo_low=-60.0, elo_high=20.0,
                    error=20.4, los=0.16, nelo=None, nelo_error=None)
     h0 = Sprt(run="v", player="r5", opponent="r4", elo0=0.0, elo1=30.0, alpha=0.05, beta=0.05,
               model="logistic", counts="games", samples=400, llr=-3.1, lower=-2.94,
@@ -101,7 +102,7 @@ def test_sprt_h0_and_clean_sweep_sentences() -> None:
     assert sentence("r5", "r4", est, h0, "games") == (
         "r5 is not shown to be 30 Elo stronger than r4; the SPRT accepted H0 (+0 Elo rather "
         "than +30) at game 400.")
-    sweep = Estimate(samples=3, score=1.0, elo=math.inf, elo_low=None, elo_high=None,
+    sweep = EloEstimate(games=3, samples=3, score=1.0, elo=math.inf, elo_low=None, elo_high=None,
                      error=math.inf, los=None, nelo=None, nelo_error=None)
     assert sentence("r5", "r4", sweep, None, "pairs") == (
         "r5 won all 3 pairs against r4; too few games for an interval, more games needed.")
