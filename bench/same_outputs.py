@@ -3,7 +3,8 @@ same inputs and compare what they write, byte for byte.
 
     .venv/bin/python bench/same_outputs.py --before /path/to/checkout-of-main [--after .]
 
-Each checkout runs its own ``.venv/bin/go19``; both venvs must have the same optional
+Each checkout runs its own code (``.venv/bin/python -m orchestrator.cli`` from the checkout,
+so that worktrees sharing one venv still run their own); both venvs must have the same optional
 packages (isal deflates shards otherwise than zlib, numba runs the compiled paths).
 Compared, with the same input for both:
 
@@ -142,8 +143,12 @@ def _first_difference(before: bytes, after: bytes) -> str:
 
 
 def go19(tree: Path, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess:
-    command = [str(tree / ".venv" / "bin" / "go19"), *map(str, args)]
-    done = subprocess.run(command, cwd=tree, capture_output=True)
+    # The checkout's own code: worktrees may share one venv, whose go19 script imports the
+    # package it was installed from; -m with the checkout first on the path does not.
+    command = [str(tree / ".venv" / "bin" / "python"), "-m", "orchestrator.cli",
+               *map(str, args)]
+    done = subprocess.run(command, cwd=tree, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(tree)})
     if check and done.returncode != 0:
         raise SystemExit(f"{tree}: {' '.join(map(str, args))} exited {done.returncode}:\n"
                          f"{done.stderr.decode(errors='replace')[-2000:]}")
