@@ -35,7 +35,6 @@ from orchestrator.events import (
     PlayerDown,
     PlayerDownTooLong,
     PlayerRaised,
-    QualityStatus,
     ReplicaChanged,
     ReviewEngineDied,
     ReviewFinishing,
@@ -51,8 +50,9 @@ from orchestrator.events import (
     VoidStreak,
     WatchPage,
 )
+from orchestrator.quality.running import QualityStatus
+from orchestrator.quality.verdict import quality_line
 from orchestrator.ratings import Pentanomial
-from orchestrator.review.verdict import quality_line
 from orchestrator.words import plural
 
 if TYPE_CHECKING:

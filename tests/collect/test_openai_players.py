@@ -29,9 +29,9 @@ from orchestrator.collect.standings import words
 from orchestrator.events import GameRecorded, ReplicaChanged
 from orchestrator.players.openai_wire import request_seed
 from orchestrator.recordings import JOURNAL, read_journal
-from orchestrator.report.build import write_report
 from orchestrator.sgf import REPLY_PROP
 from tests.players.openai_server import LOCALHOST, OpenAIServer
+from tests.report.synth import report_json
 
 PLAYER = """
 [run]
@@ -188,7 +188,7 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
         assert sum("reply" in r for r in replies) == fallbacks  # fallbacks only
         assert "api_key" not in (summary.run_dir / record.sgf).read_text()
     # The report: tokens per move and per game, and what the model said on its fallbacks.
-    report = write_report([summary.run_dir], tmp_path / "report")
+    report = report_json([summary.run_dir], tmp_path / "report")
     tokens = report["players"]["r5"]["tokens"]
     assert tokens["prompt_per_move"] == 900 and tokens["completion_per_move"] == 2
     assert tokens["games"] == 2 and tokens["prompt_per_game"] == 900 * tokens["moves"] / 2

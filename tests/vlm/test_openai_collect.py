@@ -21,9 +21,9 @@ from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.coords import to_gtp
 from orchestrator.files import read_sgf_file
 from orchestrator.recordings import JOURNAL, read_journal
-from orchestrator.report.build import write_report
 from orchestrator.sgf import REPLY_PROP
 from tests.conftest import REPO
+from tests.report.synth import report_json
 from tests.vlm.serve_process import CLI, serve_process
 from tests.vlm.tiny import ANSWERS, Tiny
 
@@ -166,7 +166,7 @@ async def test_choice_keeps_a_legal_and_the_report_shows_tokens_and_words(
         notes = record.replies["b"]
         assert notes and all(note.reply == "D4" and note.reason == "illegal:occupied"
                              for note in notes)
-    report = write_report([run_dir], tmp_path / "report")
+    report = report_json([run_dir], tmp_path / "report")
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "tokens/move" in markdown
     assert "b said 'D4'" in markdown
