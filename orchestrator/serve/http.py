@@ -16,6 +16,8 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 from hypercorn.typing import ASGIFramework
 
+from orchestrator.serve.ws_limit import bound_websocket_messages
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -42,14 +44,19 @@ def url_for(binds: list[str]) -> str:
 
 async def serve_app(app: Starlette, listener: socket.socket,
                     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
-                    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+                    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED, *,
+                    websocket_max_message: int | None = None) -> None:
     """Serve ``app`` on ``listener`` until cancelled (or ``shutdown_trigger`` returns);
-    with ``nursery.start`` it returns the page's URL."""
+    with ``nursery.start`` it returns the page's URL. A WebSocket message longer than
+    ``websocket_max_message`` characters closes its connection (1009) and is not kept."""
     config = Config()
     config.bind = [f"fd://{listener.detach()}"]
     config.accesslog = None
     config.errorlog = None  # a page that goes away mid-request is not an error of ours
     config.graceful_timeout = 1.0
+    if websocket_max_message is not None:
+        bound_websocket_messages()
+        config.websocket_max_message_size = websocket_max_message
     with _plain_oserror():
         # Starlette is an ASGI 3 app; its signature spells the scope as a plain mapping
         # where Hypercorn's spells out each kind of scope.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ import trio
 from orchestrator import events
 from orchestrator.players.address import AddressError, check_host
 from orchestrator.serve.http import bind_listener, serve_app
-from orchestrator.web.app import play_app, watch_app
+from orchestrator.web.app import MAX_MESSAGE, play_app, watch_app
 from orchestrator.web.connection import host_problem
 from orchestrator.web.feed import WatchFeed
 from orchestrator.web.session import PlaySession
@@ -96,7 +97,8 @@ async def serve_play(host: str, port: int, recordings: Path, allow_hosts: Iterab
     async with trio.open_nursery() as nursery:
         session = PlaySession(nursery, recordings)
         app = play_app(session, trusted_hosts(host, allow_hosts))
-        url = await nursery.start(serve_app, app, listener)
+        url = await nursery.start(partial(serve_app, websocket_max_message=MAX_MESSAGE),
+                                  app, listener)
         session.new_game()
         task_status.started((url, session))
 
@@ -136,4 +138,5 @@ async def _serve_shielded(app: Starlette, listener: socket.socket, stop: trio.Ev
     """The server outlives the run's cancellation until ``stop`` (its pages are told the
     end first); Hypercorn's graceful shutdown then gives it a bounded second."""
     with trio.CancelScope(shield=True):
-        await serve_app(app, listener, stop.wait, task_status=task_status)
+        await serve_app(app, listener, stop.wait, task_status=task_status,
+                        websocket_max_message=MAX_MESSAGE)
