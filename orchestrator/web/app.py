@@ -31,10 +31,10 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from orchestrator.serve.ws_limit import TOO_BIG
 from orchestrator.web.feed import WatchFeed
 from orchestrator.web.session import PlaySession
 from orchestrator.web.tcp_cut import cut
+from orchestrator.ws_limit import TOO_BIG
 
 STATIC = Path(str(files("orchestrator.web") / "static"))
 SEND_TIMEOUT_S = 5.0
