@@ -145,9 +145,9 @@ def run(args: argparse.Namespace) -> int:
 
     dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
     view: ViewTask | None = dashboard.run
+    report = None if args.no_report else EndReport(args.reports)
     if args.web is not None:  # the watch page runs where the dashboard would, beside it
-        reports = None if args.no_report else args.reports
-        view = _with_web_page(args.web, args.web_allow_host, reports, view)
+        view = _with_web_page(args.web, args.web_allow_host, report, view)
         if view is None:
             return EXIT_INPUT
     review = _review(args)
@@ -165,17 +165,49 @@ def run(args: argparse.Namespace) -> int:
     print_summary(summary)
     if review is not None:
         print(review_summary(review, summary))
-    if not args.no_report and summary.state.done:
-        from orchestrator.report.build import write_report
-
-        out = args.reports / summary.run_dir.name
-        report = write_report([summary.run_dir], out, console=True)
+    if report is not None and summary.state.done:
+        written = report.console(summary.run_dir)
         if review is not None:  # as go19 review ends
             from orchestrator.report.quality_tables import verdict_lines
 
-            for name, line in verdict_lines(report):
+            for name, line in verdict_lines(written):
                 print(f"{name}: {line}")
     return summary.exit_code
+
+
+class EndReport:
+    """The report of the run, written once: by the watch page as the run ends (the page
+    is sent it), else after the run; its summary is printed after the run's."""
+
+    def __init__(self, reports: Path) -> None:
+        self.reports = reports
+        self._written: dict | None = None
+        self._error: Exception | None = None
+
+    def write(self, run_dir: Path) -> Path | None:
+        """For the watch page (a worker thread): the report's ``report.html``, or None
+        when it could not be written (said after the run, as without the page)."""
+        from orchestrator.report.build import ReportError, write_report
+
+        try:
+            self._written = write_report([run_dir], self.reports / run_dir.name)
+        except (ReportError, OSError) as exc:
+            self._error = exc
+            return None
+        return self.reports / run_dir.name / "report.html"
+
+    def console(self, run_dir: Path) -> dict:
+        """The report's summary on the terminal, written now if it was not yet."""
+        from orchestrator.report.build import write_report
+        from orchestrator.report.console import print_summary
+
+        out = self.reports / run_dir.name
+        if self._error is not None:
+            raise self._error
+        if self._written is None:
+            return write_report([run_dir], out, console=True)
+        print_summary(self._written, out)
+        return self._written
 
 
 def _review(args: argparse.Namespace) -> LiveReview | None | int:
@@ -208,7 +240,7 @@ def review_summary(review: LiveReview, summary: RunSummary) -> str:
     return line
 
 
-def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
+def _with_web_page(bind: str, allow_hosts: list[str], report: EndReport | None,
                    dashboard: ViewTask | None) -> ViewTask | None:
     """What runs in the dashboard's place: the watch page (orchestrator/web) beside the
     dashboard, if any, on a port bound now, before any game. None after a one-line error."""
@@ -236,7 +268,8 @@ def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
     if not server.is_loopback(host):
         print(server.NO_AUTH_WARNING.format(host=host), file=sys.stderr)
     hosts = server.trusted_hosts(host, allow_hosts)
-    return server.watch_task(listener, hosts, reports, dashboard)
+    return server.watch_task(listener, hosts, None if report is None else report.write,
+                             dashboard)
 
 
 def print_summary(summary: RunSummary) -> None:
