@@ -201,6 +201,32 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
     assert "<h2>Tokens</h2>" in html and "r5 said &#x27;E5&#x27;" in html
 
 
+async def test_a_server_without_usage_leaves_null_counts_everywhere(nursery, tmp_path) -> None:
+    """Issue 34, item 3: no `usage` in the replies is null in the SGF's GOXIXREPLY, in the
+    journal's per-game sums (it was 0 prompt and 0 completion tokens) and in the report
+    (it was 0.0 tokens a game), never a count of 0."""
+    url = await serving(nursery, OpenAIServer(reply="E5", usage=None))
+    summary = await collect(CollectOptions(write(tmp_path, url), games=1,
+                                           recordings=tmp_path / "rec", dashboard=False),
+                            lambda event: None, preflight_log=lambda line: None)
+    assert summary.exit_code == 0
+    (record,) = read_journal(summary.run_dir / JOURNAL).records
+    line = json.loads((summary.run_dir / JOURNAL).read_text())
+    assert line["tokens"]["r5"] == {"moves": 0, "prompt": None, "completion": None}
+    assert record.tokens["r5"].prompt is None
+    sgf = sgfmill.sgf.Sgf_game.from_bytes((summary.run_dir / record.sgf).read_bytes())
+    replies = [json.loads(n.get(REPLY_PROP)) for n in sgf.get_main_sequence()[1:]
+               if n.has_property(REPLY_PROP)]
+    assert replies and all(r["tokens"] == [None, None] for r in replies)
+    report = write_report([summary.run_dir], tmp_path / "report")
+    tokens = report["players"]["r5"]["tokens"]
+    assert (tokens["games"], tokens["moves"], tokens["prompt"]) == (0, 0, None)
+    assert tokens["prompt_per_game"] is None and tokens["completion_per_move"] is None
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    row = next(r for r in markdown.split("## Tokens")[1].splitlines() if r.startswith("| r5"))
+    assert row.split("|")[2:8] == [" 0 ", " 0 ", " – ", " – ", " – ", " – "]
+
+
 async def test_the_dashboard_shows_each_base_url_as_a_replica(nursery, tmp_path) -> None:
     """One live base URL and one that refuses connections: both are rows of the dashboard
     with their status, as GO19 replicas are, and the games go to the live one."""
