@@ -26,7 +26,6 @@ A position without a label is dropped, or kept with ``--allow-missing-labels``: 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -168,7 +167,7 @@ class LabelJoin:
         manifest = self.labels.manifest
         engine = manifest.get("engine") or {}
         return {
-            "folder": str(Path(self.labels.folder)),
+            "folder": str(self.labels.folder.resolve()),  # the build makes it relative
             "target": self.target,
             "keep_missing": self.keep_missing,
             "katago": engine.get("version"),
