@@ -44,8 +44,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pairs (--format dpo, from a dataset built with KataGo --labels).",
         epilog=examples(
             "go19 dataset build recordings --out datasets/demo",
-            "go19 dataset check datasets/demo",
-            "go19 dataset export datasets/demo --format jsonl --out exports/demo",
             "go19 dataset export datasets/demo-kg --format dpo --out exports/dpo",
         ),
     )
