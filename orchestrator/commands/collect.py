@@ -209,7 +209,7 @@ def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
         from orchestrator.web import server
     except ImportError as exc:
         print(f"collect: --web needs the web extra ({exc.name} missing): "
-              "pip install 'go19[web]'", file=sys.stderr)
+              ".venv/bin/pip install -e '.[web]'", file=sys.stderr)
         return None
     try:
         host, port = server.parse_bind(bind)  # the host checked, as players/address.py does

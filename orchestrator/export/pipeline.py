@@ -102,8 +102,9 @@ class ExportOptions:
             raise DatasetError(str(exc)) from None
         if pq is None and (self.format == "parquet" or self.format == "dpo"
                            and self.dpo_style == "trl"):
-            raise DatasetError("parquet export needs pyarrow: pip install 'go19[export]' "
-                               "(or use --format jsonl, or --dpo-style llamafactory/swift)")
+            raise DatasetError("parquet export needs pyarrow: .venv/bin/pip install -e "
+                               "'.[export]' (or use --format jsonl, or --dpo-style "
+                               "llamafactory/swift)")
 
 
 def _check_out(out: Path, force: bool) -> None:
