@@ -20,6 +20,7 @@ from orchestrator.collect.run import (
 )
 from orchestrator.collect.standings import stop_reason
 from orchestrator.commands import positive_int
+from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
 
 EXIT_CODES = """\
@@ -79,6 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "dashboard on a terminal)")
     parser.add_argument("--no-report", action="store_true",
                         help="skip the end-of-run report (default: write it)")
+    parser.add_argument("--next-steps", action="store_true",
+                        help="end with what to try next on this run, as commands run from "
+                        "the repository (`make demo` does; default: off)")
     parser.add_argument(
         "--standings-every", type=int, default=10, metavar="N",
         help="without the dashboard (--no-dashboard, no terminal), print a standings block "
@@ -168,7 +172,34 @@ def run(args: argparse.Namespace) -> int:
 
             for name, line in verdict_lines(report):
                 print(f"{name}: {line}")
+    if args.next_steps and summary.state.done and not summary.removed:
+        print(next_steps(summary.run_dir, None if args.no_report
+                         else args.reports / summary.run_dir.name / "report.html"))
     return summary.exit_code
+
+
+def next_steps(run_dir: Path, report: Path | None) -> str:
+    """What a newcomer can do with a run just recorded (`make demo`'s last lines): the
+    report, a game of their own, KataGo's review, training data and DPO pairs."""
+    go19, name, labels = ".venv/bin/go19", run_dir.name, run_dir / LABELS_DIR
+    data, pairs = Path("datasets") / name, Path("datasets") / f"{name}-kg"
+    lines = ["what next:"]
+    if report is not None:
+        lines.append(f"  the report: open {report} in a browser (also report.md, report.json)")
+    lines += [
+        "  play the heuristic AI in the browser:",
+        f"    .venv/bin/pip install -e '.[web]' && {go19} play --open",
+        "  KataGo's point loss of every move, added to the report (4 games: minutes on a CPU):",
+        f"    make katago && {go19} review {run_dir} --max-games 4",
+        "  training data, a picture, a prompt and an answer per move:",
+        f"    {go19} dataset build {run_dir} --out {data}",
+        f"    {go19} dataset export {data} --format jsonl --out exports/{name}",
+        "  DPO pairs, after the review:",
+        f"    {go19} dataset build {run_dir} --labels {labels} --out {pairs}",
+        f"    {go19} dataset export {pairs} --format dpo --dpo-style swift --out "
+        f"exports/{name}-dpo",
+    ]
+    return "\n".join(lines)
 
 
 def _review(args: argparse.Namespace) -> LiveReview | None | int:
