@@ -36,7 +36,7 @@ test-fuzz: $(STAMP)
 		--hypothesis-profile=fuzz
 
 demo: $(DEMO_STAMP)
-	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20
+	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20 --next-steps
 
 bench: $(STAMP)
 	@set -e; for f in bench/*.py; do echo "== $$f"; $(PY) $$f; done

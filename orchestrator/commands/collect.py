@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -20,7 +21,11 @@ from orchestrator.collect.run import (
 )
 from orchestrator.collect.standings import stop_reason
 from orchestrator.commands import positive_int
+from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
+
+if TYPE_CHECKING:
+    from orchestrator.report.model import Report
 
 EXIT_CODES = """\
 exit status:
@@ -85,6 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "dashboard on a terminal)")
     parser.add_argument("--no-report", action="store_true",
                         help="skip the end-of-run report (default: write it)")
+    parser.add_argument("--next-steps", action="store_true",
+                        help="end with what to try next on this run, as commands run from "
+                        "the repository (`make demo` does; default: off)")
     parser.add_argument(
         "--standings-every", type=int, default=10, metavar="N",
         help="without the dashboard (--no-dashboard, no terminal), print a standings block "
@@ -172,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
 
             for name, line in verdict_lines(written):
                 print(f"{name}: {line}")
+    if args.next_steps and summary.state.done and not summary.removed:
+        print(next_steps(summary.run_dir, None if args.no_report
+                         else args.reports / summary.run_dir.name / "report.html"))
     return summary.exit_code
 
 
@@ -181,7 +192,7 @@ class EndReport:
 
     def __init__(self, reports: Path) -> None:
         self.reports = reports
-        self._written: dict | None = None
+        self._written: Report | None = None
         self._error: Exception | None = None
 
     def write(self, run_dir: Path) -> Path | None:
@@ -196,7 +207,7 @@ class EndReport:
             return None
         return self.reports / run_dir.name / "report.html"
 
-    def console(self, run_dir: Path) -> dict:
+    def console(self, run_dir: Path) -> Report:
         """The report's summary on the terminal, written now if it was not yet."""
         from orchestrator.report.build import write_report
         from orchestrator.report.console import print_summary
@@ -208,6 +219,30 @@ class EndReport:
             return write_report([run_dir], out, console=True)
         print_summary(self._written, out)
         return self._written
+
+
+def next_steps(run_dir: Path, report: Path | None) -> str:
+    """What a newcomer can do with a run just recorded (`make demo`'s last lines): the
+    report, a game of their own, KataGo's review, training data and DPO pairs."""
+    go19, name, labels = ".venv/bin/go19", run_dir.name, run_dir / LABELS_DIR
+    data, pairs = Path("datasets") / name, Path("datasets") / f"{name}-kg"
+    lines = ["what next:"]
+    if report is not None:
+        lines.append(f"  the report: open {report} in a browser (also report.md, report.json)")
+    lines += [
+        "  play the heuristic AI in the browser:",
+        f"    .venv/bin/pip install -e '.[web]' && {go19} play --open",
+        "  KataGo's point loss of every move, added to the report (4 games: minutes on a CPU):",
+        f"    make katago && {go19} review {run_dir} --max-games 4",
+        "  training data, a picture, a prompt and an answer per move:",
+        f"    {go19} dataset build {run_dir} --out {data}",
+        f"    {go19} dataset export {data} --format jsonl --out exports/{name}",
+        "  DPO pairs, after the review:",
+        f"    {go19} dataset build {run_dir} --labels {labels} --out {pairs}",
+        f"    {go19} dataset export {pairs} --format dpo --dpo-style swift --out "
+        f"exports/{name}-dpo",
+    ]
+    return "\n".join(lines)
 
 
 def _review(args: argparse.Namespace) -> LiveReview | None | int:
@@ -248,7 +283,7 @@ def _with_web_page(bind: str, allow_hosts: list[str], report: EndReport | None,
         from orchestrator.web import server
     except ImportError as exc:
         print(f"collect: --web needs the web extra ({exc.name} missing): "
-              "pip install 'go19[web]'", file=sys.stderr)
+              ".venv/bin/pip install -e '.[web]'", file=sys.stderr)
         return None
     try:
         host, port = server.parse_bind(bind)  # the host checked, as players/address.py does

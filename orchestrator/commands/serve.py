@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
+import signal
 import sys
 
 import trio
@@ -131,6 +132,10 @@ async def _serve(args: argparse.Namespace, engine: Engine) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # A background job of a non-interactive shell (`go19 serve &` in a script) starts
+        # with SIGINT ignored: a server stops on it all the same, as in the foreground.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.engine == "hf":
         return serve_hf.run(args)
     misplaced = serve_hf.given_options(args)

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 BASE = "base"  # orchestrator.serve.hf.jobs.BASE, without importing the package before the checks
 API_KEY_ENV = "GO19_API_KEY"  # as vLLM's VLLM_API_KEY
-EXTRA_LINE = ("--engine hf needs the vlm extra: pip install 'go19[vlm]' (on a GPU box, the "
-              "CUDA build of torch first: docs/vlm.md)")
+EXTRA_LINE = ("--engine hf needs the vlm extra: .venv/bin/pip install -e '.[vlm]' (on a GPU "
+              "box, the CUDA build of torch first: docs/vlm.md)")
 
 # (option, dest, default): the options that mean something only with --engine hf.
 _HF_OPTIONS: list[tuple[str, str, object]] = []
@@ -148,8 +148,9 @@ def _check(args: argparse.Namespace) -> None:
     for text in args.listen or ():
         name, address = _named(text, "--listen")
         if name != BASE and name not in adapters:
-            raise ValueError(f"--listen {text!r}: no adapter named {name!r} (adapters: "
-                             f"{', '.join([BASE, *adapters])})")
+            known = f"adapters: {', '.join(adapters)}; " if adapters else "no --adapter given; "
+            raise ValueError(f"--listen {text!r}: no adapter named {name!r} ({known}"
+                             f"'{BASE}' is the model without adapter)")
         host, port = _bind(address, args.host, f"--listen {text!r}")
         if port and (host, port) in seen:
             raise ValueError(f"--listen {text!r}: that address is already listened on")

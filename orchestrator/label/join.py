@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -196,7 +195,7 @@ class LabelJoin:
         manifest = self.labels.manifest
         engine = manifest.get("engine") or {}
         return {
-            "folder": str(Path(self.labels.folder)),
+            "folder": str(self.labels.folder.resolve()),  # the build makes it relative
             "target": self.target,
             "keep_missing": self.keep_missing,
             "katago": engine.get("version"),

@@ -221,12 +221,12 @@ class Latency:
 class Tokens:
     games: int
     moves: int
-    prompt: int
-    completion: int
+    prompt: int | None
+    completion: int | None
     prompt_per_move: float | None
     completion_per_move: float | None
-    prompt_per_game: float
-    completion_per_game: float
+    prompt_per_game: float | None
+    completion_per_game: float | None
 
 
 @dataclass(frozen=True, slots=True)

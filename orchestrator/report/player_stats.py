@@ -79,17 +79,22 @@ def exact_latency(samples: list[float]) -> Latency:
 
 
 def token_section(counts: Sequence[TokenCounts]) -> Tokens | None:
-    """Tokens over the games that recorded them (None: no game did, the key is left out)."""
+    """Tokens over the games whose replies gave them (None: the player's records have no
+    ``tokens``, the key is left out); null counts where no reply gave any, as in the
+    journal and the SGF, never 0."""
     if not counts:
         return None
-    moves = sum(c.moves for c in counts)
-    prompt = sum(c.prompt for c in counts)
-    completion = sum(c.completion for c in counts)
-    games = len(counts)
+    said = [c for c in counts if c.moves]  # older records wrote 0 tokens for "none given"
+    moves, games = sum(c.moves for c in said), len(said)
+    prompt = sum(c.prompt or 0 for c in said) if said else None
+    completion = sum(c.completion or 0 for c in said) if said else None
+
+    def per(total: int | None, n: int) -> float | None:
+        return total / n if total is not None and n else None
+
     return Tokens(games=games, moves=moves, prompt=prompt, completion=completion,
-                  prompt_per_move=prompt / moves if moves else None,
-                  completion_per_move=completion / moves if moves else None,
-                  prompt_per_game=prompt / games, completion_per_game=completion / games)
+                  prompt_per_move=per(prompt, moves), completion_per_move=per(completion, moves),
+                  prompt_per_game=per(prompt, games), completion_per_game=per(completion, games))
 
 
 def player_sections(games: Sequence[GameData],

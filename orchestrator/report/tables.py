@@ -225,8 +225,8 @@ def latency_table(report: Report) -> Table:
 
 
 def tokens_table(report: Report) -> Table | None:
-    """Tokens per move and per game of the players whose replies reported them (None when
-    no player's did: the table is left out)."""
+    """Tokens per move and per game of the players whose records have them (None when no
+    player's do: the table is left out); "–" where their replies gave no usage."""
     rows = []
     for player, p in report.players.items():
         tok = p.tokens
@@ -237,7 +237,7 @@ def tokens_table(report: Report) -> Table | None:
                      _per(tok.prompt_per_game), _per(tok.completion_per_game)))
     if not rows:
         return None
-    return Table(("player", "replies with usage", "games", "prompt tokens/move",
+    return Table(("player", "replies with usage", "games with usage", "prompt tokens/move",
                   "completion tokens/move", "prompt tokens/game", "completion tokens/game"),
                  tuple(rows))
 

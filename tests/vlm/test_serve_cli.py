@@ -161,8 +161,8 @@ def test_refusals_are_one_line_and_exit_2(tiny: Tiny, tmp_path) -> None:
     unknown = run_serve("--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
                         "--listen", "z=:0")
     assert unknown.returncode == 2
-    assert unknown.stderr == ("serve: --listen 'z=:0': no adapter named 'z' (adapters: base, "
-                              "a)\n")
+    assert unknown.stderr == ("serve: --listen 'z=:0': no adapter named 'z' (adapters: a; "
+                              "'base' is the model without adapter)\n")
     port = run_serve("--model", str(tiny.model), "--port", "5019")
     assert port.returncode == 2 and port.stderr.startswith("serve: --engine hf takes --listen")
     classic = subprocess.run([*CLI, "serve", "--engine", "random", "--max-batch", "4"],
@@ -213,9 +213,9 @@ def test_without_the_extra_the_command_says_what_to_install(tiny: Tiny) -> None:
                "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))"]
     result = run_serve("--model", str(tiny.model), "--listen", "base=:0", python=blocked)
     assert result.returncode == 2
-    assert result.stderr == ("serve: --engine hf needs the vlm extra: pip install 'go19[vlm]' "
-                             "(on a GPU box, the CUDA build of torch first: docs/vlm.md); "
-                             "torch is missing\n")
+    assert result.stderr == ("serve: --engine hf needs the vlm extra: .venv/bin/pip install "
+                             "-e '.[vlm]' (on a GPU box, the CUDA build of torch first: "
+                             "docs/vlm.md); torch is missing\n")
 
 
 def test_other_commands_never_import_torch() -> None:
