@@ -18,8 +18,9 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
 from orchestrator.coords import PASS, from_gtp  # noqa: E402
+from orchestrator.players.heuristic import HeuristicPlayer  # noqa: E402
 from orchestrator.rules import Game, tromp_taylor  # noqa: E402
-from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
+from orchestrator.serve import serve_go19  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
 from orchestrator.sgf.model import BLACK_PLAYER_PROP, WHITE_PLAYER_PROP  # noqa: E402
 from orchestrator.web.server import serve_play  # noqa: E402
@@ -54,7 +55,8 @@ def play(loop, driver, tmp_path):
 
 
 def start_go19(loop, engine=None):
-    return loop.start(partial(serve_go19, engine or HeuristicEngine(seed=7), "127.0.0.1", 0))
+    return loop.start(partial(serve_go19, engine or HeuristicPlayer("engine", seed=7),
+                              "127.0.0.1", 0))
 
 
 def selected(driver, element_id: str) -> str:
@@ -208,7 +210,9 @@ def test_the_hover_stone_has_the_colour_to_play(play, driver):
 class Silent:
     """A GO19 engine that never answers."""
 
-    async def genmove(self, board, color) -> int:
+    name = "silent"
+
+    async def answer(self, game, number=0, picture=None):
         await trio.sleep_forever()
 
     async def aclose(self) -> None:
