@@ -3,8 +3,8 @@ same inputs and compare what they write, byte for byte.
 
     .venv/bin/python bench/same_outputs.py --before /path/to/checkout-of-main [--after .]
 
-Each checkout runs its own ``.venv/bin/go19``; both venvs must have the same optional
-packages (isal deflates shards otherwise than zlib, numba runs the compiled paths).
+Each checkout runs its own code with its ``.venv/bin/python -m orchestrator.cli``; both
+venvs must have the same optional packages (isal deflates shards otherwise than zlib, numba runs the compiled paths).
 Compared, with the same input for both:
 
 - ``go19 dataset build`` of the real corpus (``../shared/sgf/real``; once whole, once with
@@ -142,7 +142,10 @@ def _first_difference(before: bytes, after: bytes) -> str:
 
 
 def go19(tree: Path, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess:
-    command = [str(tree / ".venv" / "bin" / "go19"), *map(str, args)]
+    # `-m` from the checkout's root imports that checkout's code, whichever tree the venv
+    # was installed from (a worktree's .venv is often main's, editable-installed there).
+    command = [str(tree / ".venv" / "bin" / "python"), "-m", "orchestrator.cli",
+               *map(str, args)]
     done = subprocess.run(command, cwd=tree, capture_output=True)
     if check and done.returncode != 0:
         raise SystemExit(f"{tree}: {' '.join(map(str, args))} exited {done.returncode}:\n"
