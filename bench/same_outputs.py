@@ -4,7 +4,8 @@ same inputs and compare what they write, byte for byte.
     .venv/bin/python bench/same_outputs.py --before /path/to/checkout-of-main [--after .]
 
 Each checkout runs its own code with its ``.venv/bin/python -m orchestrator.cli``; both
-venvs must have the same optional packages (isal deflates shards otherwise than zlib, numba runs the compiled paths).
+venvs must have the same optional packages (isal deflates shards otherwise than zlib,
+numba runs the compiled paths).
 Compared, with the same input for both:
 
 - ``go19 dataset build`` of the real corpus (``../shared/sgf/real``; once whole, once with

@@ -87,13 +87,15 @@ class GameRecorded(Event):
 
 class ReplicaChanged(Event):
     """A replica's health changed (a GO19 server's, or an OpenAI-compatible one's base URL).
-    ``status``: ``backoff`` (a connect failed; the next attempt in ``retry_in`` s), ``down``
+    ``status``: ``backoff`` (a connect failed; the next attempt in ``retry_in`` s),
+    ``throttled`` (the server answered HTTP 429 or 503 asking for no requests for
+    ``retry_in`` s: ``error`` is its reply; others take the replica's load), ``down``
     (given up after ``failures`` connects; probed in the background) or ``ok`` (working
     again: after ``failures`` failed attempts, or after ``probes`` background probes when it
     had been down, ``probe`` saying what the last one saw)."""
 
     address: str
-    status: Literal["backoff", "down", "ok"]
+    status: Literal["backoff", "throttled", "down", "ok"]
     retry_in: float | None = None
     error: str | None = None
     failures: int = 0

@@ -43,8 +43,10 @@ from orchestrator.ratings.outcomes import (
 )
 from orchestrator.render import RenderSettings
 from orchestrator.sgf import SgfGame
+from orchestrator.untrusted import read_json
 
 RUN_FILE = "run.json"
+MAX_RUN_FILE_BYTES = 16 << 20  # a matchup and a few counts
 JOURNAL = "games.jsonl"
 VOID_DIR = "void"
 CORRUPT_DIR = "corrupt"  # unreadable SGFs that resume moved aside
@@ -300,7 +302,7 @@ def is_run_dir(path: Path) -> bool:
 
 def read_run_file(run_dir: Path) -> dict:
     """``run.json``; raises OSError or ValueError (not JSON, not an object)."""
-    info = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    info = read_json((run_dir / RUN_FILE).read_bytes(), MAX_RUN_FILE_BYTES)
     if not isinstance(info, dict):
         raise ValueError("not a JSON object")
     return info

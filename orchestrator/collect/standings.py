@@ -112,6 +112,8 @@ def _(event: ReplicaChanged) -> str:
     where = f"{who}{event.address}"
     if event.status == "backoff":
         return f"{where}: connect failed ({event.error}); retry in {event.retry_in:g} s"
+    if event.status == "throttled":
+        return f"{where}: throttled ({event.error}); no request for {event.retry_in:g} s"
     if event.status == "down":
         return f"{where}: down after {event.failures} failed connects ({event.error})"
     if event.probes:

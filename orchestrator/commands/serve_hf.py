@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import ipaddress
+import os
 import re
 import signal
 import sys
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 BASE = "base"  # orchestrator.serve.hf.jobs.BASE, without importing the package before the checks
+API_KEY_ENV = "GO19_API_KEY"  # as vLLM's VLLM_API_KEY
 EXTRA_LINE = ("--engine hf needs the vlm extra: pip install 'go19[vlm]' (on a GPU box, the "
               "CUDA build of torch first: docs/vlm.md)")
 
@@ -52,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add(group, "--openai", metavar="[HOST:]PORT", help="also serve the OpenAI-compatible "
          "API (GET /v1/models, POST /v1/chat/completions; model = the adapter name) "
          "(default: none)")
+    _add(group, "--api-key", metavar="KEY",
+         help="the OpenAI API answers only requests with 'Authorization: Bearer KEY' (401 "
+         f"otherwise, as vLLM's --api-key); /health stays open (default: ${API_KEY_ENV}, "
+         "which keeps the key out of the process list; neither: no key). The GO19 ports "
+         "have no authentication: keep them on a private network")
     _add(group, "--max-batch", type=int, default=32, metavar="N",
          help="requests of all ports in one batch at most (1: no batching)")
     _add(group, "--max-wait-ms", type=float, default=5.0, metavar="MS",
@@ -145,6 +153,10 @@ def _check(args: argparse.Namespace) -> None:
         seen.add((host, port))
         args.listens.append((name, host, port))
     args.openai_bind = None if args.openai is None else _bind(args.openai, args.host, "--openai")
+    if args.api_key is not None and args.openai_bind is None:
+        raise ValueError("--api-key is for the OpenAI API: give --openai [HOST:]PORT")
+    if args.api_key is not None and not args.api_key.strip():
+        raise ValueError("--api-key is empty")
     if not args.listens and args.openai_bind is None:
         raise ValueError("--engine hf needs a --listen NAME=[HOST:]PORT or --openai [HOST:]PORT")
     for name, bad, rule in (
@@ -185,6 +197,16 @@ def _extra_problem() -> str | None:
     return None
 
 
+def is_loopback(host: str) -> bool:
+    """``host`` (as ``--openai`` or ``--host`` gives it) reaches this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -192,8 +214,19 @@ def _stderr(line: str) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         _check(args)
+    except ValueError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
+    api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
+    if args.openai_bind is not None and api_key is None and not is_loopback(args.openai_bind[0]):
+        # Said once the command line is read, before anything is loaded (a large model
+        # takes minutes), not after.
+        print(f"serve: warning: the OpenAI API on {args.openai} has no key: anyone who can "
+              f"reach it uses the model and every adapter; give --api-key or ${API_KEY_ENV}",
+              file=sys.stderr, flush=True)
+    try:
         template = read_template(args.prompt)
-    except (ValueError, PromptError) as exc:
+    except PromptError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
     problem = _extra_problem()
@@ -206,6 +239,7 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     from orchestrator.serve.hf.generation import BatchRunner
     from orchestrator.serve.hf.loading import LoadError, load
+    from orchestrator.serve.hf.openai_app import ServedModel
     from orchestrator.serve.hf.server import (
         Listen,
         ListenError,
@@ -213,7 +247,6 @@ def run(args: argparse.Namespace) -> int:
         serve_vlm,
         startup_lines,
     )
-    from orchestrator.serve.openai_app import ServedModel
 
     try:
         loaded = load(args.model, args.adapters, args.device, args.dtype)
@@ -223,7 +256,8 @@ def run(args: argparse.Namespace) -> int:
     mixing = args.batch_adapters == "mixed"
     options = ServeOptions(
         listens=[Listen(*listen) for listen in args.listens], template=template,
-        openai=args.openai_bind, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+        openai=args.openai_bind, api_key=api_key, max_batch=args.max_batch,
+        max_wait_ms=args.max_wait_ms,
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, answer=args.answer,
         komi=args.komi, constrain=args.constrain == "legal", log_requests=args.log_requests,
         summary_s=args.summary_s, idle_timeout=args.idle_timeout,

@@ -14,7 +14,6 @@ groups' liberties before the move, and builds the arrays once per game.
 
 from __future__ import annotations
 
-import json
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from orchestrator.sgf import (
     SgfGame,
 )
 from orchestrator.sgf.grammar import Node, main_lines
+from orchestrator.untrusted import BadJson, read_json
 
 SIZE = 19
 AREA = SIZE * SIZE
@@ -184,8 +184,8 @@ def _metadata(raw: str | None) -> object:
     if raw is None:
         return None
     try:
-        return json.loads(raw)
-    except ValueError:
+        return read_json(raw, None)  # bounded by the SGF file's own bound
+    except BadJson:
         return raw
 
 

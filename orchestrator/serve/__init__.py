@@ -1,6 +1,6 @@
 """Serving moves: the GO19 server (:mod:`.go19`) in front of any player (:mod:`.engines`:
-a request's position as a game; :mod:`.hf`: a transformers VLM and its LoRA adapters) and
-the OpenAI-compatible app (:mod:`.openai_app`)."""
+a request's position as a game); :mod:`.hf`: a transformers VLM and its LoRA adapters, with
+their OpenAI-compatible app."""
 
 from orchestrator.serve.engines import EngineError, position, request_game, stone_points
 from orchestrator.serve.go19 import ServerStats, serve_go19

@@ -29,6 +29,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 import trio
@@ -37,6 +38,8 @@ from orchestrator import coords
 from orchestrator.players.base import RESIGN, Player
 from orchestrator.protocol import go19 as wire
 from orchestrator.serve.engines import EngineError, request_game
+
+T = TypeVar("T")
 
 _RECEIVE_CHUNK = 65536
 
@@ -233,20 +236,30 @@ class _ClientGone(trio.BrokenResourceError):
     """The client closed its connection while its request was being computed."""
 
 
-async def _while_connected(stream: trio.SocketStream,
-                           compute: Callable[[], Awaitable[int]]) -> int:
-    """``compute()``, cancelled if the client closes the connection meanwhile."""
-    point: int | None = None
+async def unless_gone(watch: Callable[[trio.CancelScope], Awaitable[None]],
+                     compute: Callable[[], Awaitable[T]]) -> T | None:
+    """``compute()``, or None when ``watch(scope)`` cancels ``scope`` first (it watches
+    the client, and cancels once the client has gone: the answer has no reader). An
+    exception of ``compute`` is raised as itself, not inside a nursery's group. The GO19
+    port and the OpenAI port (:mod:`orchestrator.serve.hf.openai_app`) both ask so."""
+    result: T | None = None
     failure: Exception | None = None
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_cancel_when_closed, stream, nursery.cancel_scope)
+        nursery.start_soon(watch, nursery.cancel_scope)
         try:
-            point = await compute()
-        except Exception as exc:  # raised as itself, not inside the nursery's group
+            result = await compute()
+        except Exception as exc:
             failure = exc
         nursery.cancel_scope.cancel()
     if failure is not None:
         raise failure
+    return result
+
+
+async def _while_connected(stream: trio.SocketStream,
+                           compute: Callable[[], Awaitable[int]]) -> int:
+    """``compute()``, cancelled if the client closes the connection meanwhile."""
+    point = await unless_gone(lambda scope: _cancel_when_closed(stream, scope), compute)
     if point is None:
         raise _ClientGone("the client closed the connection before its answer")
     return point
@@ -318,8 +331,8 @@ async def serve_go19(
     if allowed_sizes is not None:
         limits = replace(limits, allowed_sizes=frozenset(allowed_sizes))
     server = _Server(
-        engine, komi, cancel_abandoned, limits, slots, delay_ms, idle_timeout, frame_timeout, max_connections,
-        partial_budget, stats or ServerStats(), log,
+        engine, komi, cancel_abandoned, limits, slots, delay_ms, idle_timeout, frame_timeout,
+        max_connections, partial_budget, stats or ServerStats(), log,
     )
     listeners = await trio.open_tcp_listeners(port, host=host)
     task_status.started(listeners[0].socket.getsockname()[1])

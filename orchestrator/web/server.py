@@ -1,4 +1,4 @@
-"""Serving the pages (through :mod:`orchestrator.serve.http`: Hypercorn's trio worker
+"""Serving the pages (through :mod:`orchestrator.asgi`: Hypercorn's trio worker
 inside go19's own trio run, so the web server, the games and the collector share one
 event loop and one nursery tree).
 
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import trio
 
 from orchestrator import events
+from orchestrator.asgi import bind_listener, serve_app
 from orchestrator.players.address import AddressError, check_host
-from orchestrator.serve.http import bind_listener, serve_app
 from orchestrator.web.app import play_app, watch_app
 from orchestrator.web.connection import host_problem
 from orchestrator.web.feed import WatchFeed

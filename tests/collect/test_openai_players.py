@@ -25,7 +25,8 @@ from orchestrator.collect.preflight import (
     check_endpoints,
 )
 from orchestrator.collect.run import CollectOptions, collect
-from orchestrator.events import GameRecorded
+from orchestrator.collect.standings import words
+from orchestrator.events import GameRecorded, ReplicaChanged
 from orchestrator.players.openai_wire import request_seed
 from orchestrator.recordings import JOURNAL, read_journal
 from orchestrator.report.build import write_report
@@ -201,6 +202,32 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
     assert "<h2>Tokens</h2>" in html and "r5 said &#x27;E5&#x27;" in html
 
 
+async def _screen_after_a_game(path: Path, tmp_path: Path, events: list | None = None
+                               ) -> tuple[int, list[str]]:
+    """A 2-game collect of ``path``; the dashboard's text once the first game is recorded."""
+    recorded = trio.Event()
+    screen: list[str] = []
+
+    def on_event(event: object) -> None:
+        if events is not None:
+            events.append(event)
+        if isinstance(event, GameRecorded):
+            recorded.set()
+
+    async def view(collector) -> None:
+        await recorded.wait()
+        console = Console(record=True, width=160, height=40, force_terminal=False)
+        dash = Dashboard(console)
+        dash.attach(collector)
+        console.print(dash.render())
+        screen.extend(console.export_text().splitlines())
+
+    summary = await collect(CollectOptions(path, games=2, recordings=tmp_path / "rec",
+                                           dashboard=False, wait_endpoints_s=0),
+                            on_event, view=view, preflight_log=lambda line: None)
+    return summary.exit_code, screen
+
+
 async def test_the_dashboard_shows_each_base_url_as_a_replica(nursery, tmp_path) -> None:
     """One live base URL and one that refuses connections: both are rows of the dashboard
     with their status, as GO19 replicas are, and the games go to the live one."""
@@ -209,27 +236,33 @@ async def test_the_dashboard_shows_each_base_url_as_a_replica(nursery, tmp_path)
         dead = f"http://{LOCALHOST}:{dead_port}/v1"
         path = write(tmp_path, live)
         path.write_text(path.read_text().replace(f'["{live}"]', f'["{dead}", "{live}"]'))
-        recorded = trio.Event()
-        screen: list[str] = []
-
-        def on_event(event: object) -> None:
-            if isinstance(event, GameRecorded):
-                recorded.set()
-
-        async def view(collector) -> None:
-            await recorded.wait()
-            console = Console(record=True, width=160, height=40, force_terminal=False)
-            dash = Dashboard(console)
-            dash.attach(collector)
-            console.print(dash.render())
-            screen.extend(console.export_text().splitlines())
-
-        summary = await collect(CollectOptions(path, games=2, recordings=tmp_path / "rec",
-                                               dashboard=False, wait_endpoints_s=0),
-                                on_event, view=view, preflight_log=lambda line: None)
-    assert summary.exit_code == 0
+        exit_code, screen = await _screen_after_a_game(path, tmp_path)
+    assert exit_code == 0
     # (The address column is cut to the terminal: the rows are told apart by status.)
     rows = [line for line in screen if re.search(rf"\br5\s+http://{LOCALHOST}:", line)]
     assert len(rows) == 2, screen
     assert sum(" ok " in row for row in rows) == 1
     assert sum(("backoff" in row or "down" in row) for row in rows) == 1, rows
+
+
+async def test_a_throttled_base_url_waits_on_the_dashboard_and_in_the_log(
+        nursery, tmp_path) -> None:
+    """A server answering 429 with ``Retry-After: 60`` after its trial request: its row
+    says ``throttled``, the log says for how long, and the games go to the other one."""
+    busy = OpenAIServer(reply="E5", retry_after="60")
+    busy.queue("answer", *["throttle"] * 50)  # the preflight's trial is answered
+    live = await serving(nursery, OpenAIServer(reply="E5"))
+    held = await serving(nursery, busy)
+    path = write(tmp_path, live)
+    path.write_text(path.read_text().replace(f'["{live}"]', f'["{held}", "{live}"]'))
+    events: list = []
+    exit_code, screen = await _screen_after_a_game(path, tmp_path, events)
+    assert exit_code == 0
+    rows = [line for line in screen if re.search(rf"\br5\s+http://{LOCALHOST}:", line)]
+    assert len(rows) == 2 and sum(" ok " in row for row in rows) == 1, screen
+    (row,) = [row for row in rows if "throttled" in row]
+    assert re.search(r"throttled [56]\ds", row), row
+    said = [words(e) for e in events if isinstance(e, ReplicaChanged)]
+    assert said == [f"r5: {held}: throttled (HTTP 429: rate limit exceeded (retry after "
+                    "60 s)); no request for 60 s"]
+    assert busy.faults == ["answer", "throttle"]  # one refusal, then nothing for 60 s

@@ -121,3 +121,20 @@ def test_default_out_folder_is_reports_run_name(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / run_dir.name / "report.html").is_file()
     assert "alpha vs beta" in result.stdout
+
+
+def test_deep_json_in_labels_and_run_files_is_one_warning_each(tmp_path: Path) -> None:
+    """200 KB of ``[`` in a label folder's labels.json and in run.json: the standard
+    library's reader raised RecursionError (a 37-line traceback); now one line each and
+    the report of the games."""
+    run_dir = three_games(tmp_path)
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "labels.json").write_bytes(b"[" * 200_000)
+    (run_dir / "run.json").write_bytes(b"[" * 200_000)
+    result = report_cli(str(run_dir), "--labels", str(labels), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    deep = [line for line in result.stderr.splitlines() if "nested deeper than 200" in line]
+    assert [line.split(": ")[1] for line in deep] == ["warning"] * 2, result.stderr
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["totals"]["games"] == 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import os
 import re
 import subprocess
 import sys
@@ -144,9 +145,11 @@ def test_go19_ping_works_on_every_port(served: Served) -> None:
     assert result.stdout.count("● OK") == 2
 
 
-def run_serve(*args: str, python: list[str] = CLI) -> subprocess.CompletedProcess:
+def run_serve(*args: str, python: list[str] = CLI,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*python, "serve", "--engine", "hf", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_refusals_are_one_line_and_exit_2(tiny: Tiny, tmp_path) -> None:
@@ -197,3 +200,25 @@ def test_other_commands_never_import_torch() -> None:
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
                             text=True, timeout=60)
     assert result.stdout == "[]\n", result.stderr
+
+
+def test_a_keyless_openai_port_off_loopback_is_warned_before_anything_loads(
+        tiny: Tiny, tmp_path, monkeypatch) -> None:
+    """The warning comes once the command line is read (a large model loads for minutes);
+    a prompt file that is not there then stops the start, before torch is imported."""
+    monkeypatch.delenv("GO19_API_KEY", raising=False)
+    start = ["--model", str(tiny.model), "--prompt", str(tmp_path / "none.txt")]
+    warned = run_serve(*start, "--openai", "0.0.0.0:0")
+    assert warned.returncode == 2
+    first, *rest = warned.stderr.splitlines()
+    assert first == ("serve: warning: the OpenAI API on 0.0.0.0:0 has no key: anyone who can "
+                     "reach it uses the model and every adapter; give --api-key or "
+                     "$GO19_API_KEY")
+    assert rest and "warning" not in " ".join(rest)
+    for quiet in (run_serve(*start, "--openai", "0.0.0.0:0", "--api-key", "k"),
+                  run_serve(*start, "--openai", "127.0.0.1:0"),
+                  run_serve(*start, "--openai", "0.0.0.0:0", env={"GO19_API_KEY": "k"})):
+        assert quiet.returncode == 2 and "warning" not in quiet.stderr, quiet.stderr
+    misplaced = run_serve(*start, "--listen", "base=:0", "--api-key", "k")
+    assert (misplaced.returncode, misplaced.stderr) == (
+        2, "serve: --api-key is for the OpenAI API: give --openai [HOST:]PORT\n")

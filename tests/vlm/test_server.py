@@ -20,7 +20,7 @@ from orchestrator.prompt import read_template
 from orchestrator.protocol import go19 as wire
 from orchestrator.render import render_png
 from orchestrator.rules.board import Board
-from tests.vlm.conftest import Gate
+from tests.vlm.conftest import EPS_LOOP, Gate
 from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
@@ -223,3 +223,20 @@ async def test_the_model_is_asked_what_the_export_wrote_for_the_position(loaded,
             if checked == 12:
                 break
     assert checked == 12
+
+
+async def test_a_picture_that_is_not_a_png_is_refused_and_ghostscript_never_starts(
+        loaded, ghostscript) -> None:
+    """The 150-byte EPS of ``{ } loop`` as a GO19 request's picture: Pillow's EPS decoder
+    ran Ghostscript on it (89 % of a core, for ever, and then no request was answered);
+    now one error frame, and the next request is answered."""
+    eps = wire.Request(19, BLACK, EPS_LOOP, empty_board().tobytes())
+    async with server(loaded, listen=("a",)) as bound:
+        ((_, _, port),) = bound.go19
+        refused = await ask(port, eps)
+        answered = await ask(port, request_for(empty_board(), BLACK))
+    assert not ghostscript.exists(), f"gs was started: {ghostscript.read_text()}"
+    assert isinstance(refused, wire.ErrorReply)
+    assert refused.message == "the picture cannot be decoded: not a PNG"
+    assert isinstance(answered, wire.MoveReply)
+    assert from_go19(answered.row, answered.col, 19) == from_gtp(ANSWERS["a"], 19)

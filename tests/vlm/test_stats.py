@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError, Sampling
+from orchestrator.players.openai_wire import Completion
+from orchestrator.serve.hf.jobs import BatchTimes, Job, RequestError, Sampling
 from orchestrator.serve.hf.stats import ServeStats, percentile
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orchestrator.coords import PASS, move_to_text
 from orchestrator.players.base import Answer, answered
+from orchestrator.players.openai_wire import legal_texts
 from orchestrator.prompt import fill, read_move, unparsed_detail, uses_board
 from orchestrator.rules.game import Game
 from orchestrator.serve import EngineError, position
@@ -31,13 +31,6 @@ from orchestrator.serve.hf.jobs import Job, RequestError, Sampling
 def move_number(board: np.ndarray) -> int:
     """The number of the move to play as far as the board tells: its stones plus one."""
     return int(np.count_nonzero(board)) + 1
-
-
-def legal_answers(board: np.ndarray, color: int, spelling: str) -> tuple[str, ...]:
-    """Every empty point that is not suicide for ``color``, and ``pass``, as answers."""
-    size = board.shape[0]
-    points = position(board).legal_moves(color)
-    return tuple(move_to_text(p, size, spelling) for p in [*points, PASS])
 
 
 class VlmEngine:
@@ -67,7 +60,9 @@ class VlmEngine:
         if not png:
             raise EngineError("the request carries no picture (png_len 0): this engine "
                               "answers from the PNG")
-        choices = legal_answers(board, color, self.spelling) if self.constrain else None
+        position(board)  # an impossible position is refused before the model sees it
+        choices = tuple(legal_texts(position(board), color, self.spelling)) \
+            if self.constrain else None
         messages = [{"role": "user", "content": [
             {"type": "image"}, {"type": "text", "text": self.prompt(board, color)}]}]
         sampling = Sampling(self.sampling.max_tokens, self.sampling.temperature,
@@ -76,9 +71,10 @@ class VlmEngine:
             completion = await self.batcher.submit(Job(self.adapter, messages, png, sampling))
         except RequestError as exc:
             raise EngineError(str(exc)) from None
-        move = read_move(completion.text, board.shape[0], self.spelling)
+        text = completion.text or ""
+        move = read_move(text, board.shape[0], self.spelling)
         if move is None:
-            raise EngineError(unparsed_detail(completion.text))
+            raise EngineError(unparsed_detail(text))
         return move
 
     async def aclose(self) -> None:

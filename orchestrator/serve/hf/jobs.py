@@ -1,5 +1,6 @@
-"""What one request asks of the model and what it gets back: plain values shared by the
-ports that make requests, the batcher and the generation code (no torch here)."""
+"""What one request asks of the model: plain values shared by the ports that make requests,
+the batcher and the generation code (no torch here). What it gets back is a
+:class:`~orchestrator.players.openai_wire.Completion`, as the OpenAI player reads one."""
 
 from __future__ import annotations
 
@@ -38,14 +39,6 @@ class Job:
     batch_size: int = 0
     started_at: float = 0.0
     generate_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str  # "stop" (end of answer) or "length" (max_tokens reached)
 
 
 @dataclass

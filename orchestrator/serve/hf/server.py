@@ -11,14 +11,14 @@ from functools import partial
 
 import trio
 
+from orchestrator.asgi import bind_listener, serve_app
 from orchestrator.protocol import go19 as wire
 from orchestrator.serve import serve_go19
 from orchestrator.serve.hf.batcher import Batcher, Prepare, RunBatch, default_prepare_threads
 from orchestrator.serve.hf.engine import VlmEngine
 from orchestrator.serve.hf.jobs import Sampling
+from orchestrator.serve.hf.openai_app import Defaults, ServedModel, openai_app
 from orchestrator.serve.hf.stats import ServeStats
-from orchestrator.serve.http import bind_listener, serve_app
-from orchestrator.serve.openai_app import Defaults, ServedModel, openai_app
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class ServeOptions:
     listens: list[Listen]
     template: str  # the prompt template's text (orchestrator.prompt.read_template)
     openai: tuple[str, int] | None = None
+    api_key: str | None = field(default=None, repr=False)  # the OpenAI port's; never shown
     max_batch: int = 32
     max_wait_ms: float = 5.0
     max_new_tokens: int = 8
@@ -104,7 +105,8 @@ async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[Ser
             if options.openai is not None:
                 address = _address(*options.openai)
                 app = openai_app(batcher, models,
-                                 Defaults(options.max_new_tokens, options.temperature))
+                                 Defaults(options.max_new_tokens, options.temperature),
+                                 options.api_key)
                 listener = bind_listener(*options.openai)  # a port in use: OSError here
                 url = (await nursery.start(serve_app, app, listener)).rstrip("/") + "/v1"
         except OSError as exc:

@@ -9,7 +9,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError
+from orchestrator.players.openai_wire import Completion
+from orchestrator.serve.hf.jobs import BatchTimes, Job, RequestError
 
 
 def _ms(seconds: float) -> str:
@@ -101,4 +102,4 @@ def request_line(job: Job, result: Completion | RequestError, times: BatchTimes)
     if isinstance(result, RequestError):
         return f"{head}, error: {result}"
     return (f"{head}, tokens {result.prompt_tokens}+{result.completion_tokens}, "
-            f"answer {result.text[:40]!r}")
+            f"answer {(result.text or '')[:40]!r}")
