@@ -21,7 +21,9 @@ Masked there (they are the clock's, not the code's): a manifest's ``created`` an
 ``sgf_root`` (issue 21: the game table's ``path`` relative to it), its game table is
 compared with each path resolved as ``load_games`` resolves it (to the ``file`` it reads),
 and its manifest without ``sgf_root`` and with the sha256 of that resolved table: the same
-games at the same files, only spelt relative.
+games at the same files, only spelt relative. Where both write it, each is relative to its
+own output folder (``before/``, ``after/``): the folders they resolve to must be the same,
+and the manifests are compared with it masked.
 
 Then each checkout records its own demo run (``matchups/demo.toml`` with one game at a
 time, so the embedded heuristic servers see their requests in one order, and a picture
@@ -57,6 +59,7 @@ MANIFEST_CLOCK = [
     (re.compile(rb'"created": "[^"]*"'), b'"created": "<clock>"'),
     (re.compile(rb'"seconds": [0-9.e+-]+'), b'"seconds": <clock>'),
 ]
+SGF_ROOT = (re.compile(rb'"sgf_root": "[^"]*"'), b'"sgf_root": "<root>"')
 REPORT_CLOCK = [
     (re.compile(rb'"generated": "[^"]*"'), b'"generated": "<clock>"'),
     (re.compile(rb"Generated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), b"Generated <clock>"),
@@ -291,13 +294,20 @@ def main() -> int:
                 (out / f"replay-{name}{''.join(flag)}.err").write_bytes(done.stderr)
     for name in ("ds-real", "ds-small", "ds-demo"):
         before_ds, after_ds = work["before"] / name, work["after"] / name
-        if "sgf_root" in json.loads((after_ds / "manifest.json").read_text()) and \
-                "sgf_root" not in json.loads((before_ds / "manifest.json").read_text()):
+        roots = [json.loads((ds / "manifest.json").read_text()).get("sgf_root")
+                 for ds in (before_ds, after_ds)]
+        if roots[1] is not None and roots[0] is None:
             resolved = work["after"] / f"{name}-resolved"
             shutil.copytree(after_ds, resolved)
             resolve_sgf_paths(resolved)
             cmp.folders(f"{name} (after's relative SGF paths resolved)", before_ds, resolved,
                         rules)
+        elif roots[0] is not None and roots[1] is not None:
+            # Relative to each output folder (before/ and after/ sit side by side): the same
+            # root spelt from two places. The folder where it points must be the same.
+            cmp.same(f"{name}: sgf_root resolved", str((before_ds / roots[0]).resolve()).encode(),
+                     str((after_ds / roots[1]).resolve()).encode())
+            cmp.folders(name, before_ds, after_ds, {"manifest.json": [*MANIFEST_CLOCK, SGF_ROOT]})
         else:
             cmp.folders(name, before_ds, after_ds, rules)
     for name in ("ex-demo-jsonl", "ex-demo-parquet", "ex-small-jsonl"):
