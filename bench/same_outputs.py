@@ -3,9 +3,9 @@ same inputs and compare what they write, byte for byte.
 
     .venv/bin/python bench/same_outputs.py --before /path/to/checkout-of-main [--after .]
 
-Each checkout runs its own code with its ``.venv/bin/python -m orchestrator.cli``; both
-venvs must have the same optional packages (isal deflates shards otherwise than zlib,
-numba runs the compiled paths).
+Each checkout runs its own code (``.venv/bin/python -m orchestrator.cli`` from the checkout,
+so that worktrees sharing one venv still run their own); both venvs must have the same optional
+packages (isal deflates shards otherwise than zlib, numba runs the compiled paths).
 Compared, with the same input for both:
 
 - ``go19 dataset build`` of the real corpus (``../shared/sgf/real``; once whole, once with
@@ -17,13 +17,11 @@ Compared, with the same input for both:
 
 Masked there (they are the clock's, not the code's): a manifest's ``created`` and
 ``seconds``, a report's ``generated`` time. The demo run folder they read is the one the
-*before* checkout recorded. Where only the *after* checkout writes a dataset's
-``sgf_root`` (issue 21: the game table's ``path`` relative to it), its game table is
-compared with each path resolved as ``load_games`` resolves it (to the ``file`` it reads),
-and its manifest without ``sgf_root`` and with the sha256 of that resolved table: the same
-games at the same files, only spelt relative. Where both write it, each is relative to its
-own output folder (``before/``, ``after/``): the folders they resolve to must be the same,
-and the manifests are compared with it masked.
+*before* checkout recorded. Where the *after* checkout writes a dataset's ``sgf_root``
+(issue 21: the game table's ``path`` relative to it), both game tables are compared with
+each path resolved as ``load_games`` resolves it (to the ``file`` it reads), and their
+manifests without ``sgf_root`` and with the sha256 of that resolved table: the same games
+at the same files, spelt from two dataset folders.
 
 Then each checkout records its own demo run (``matchups/demo.toml`` with one game at a
 time, so the embedded heuristic servers see their requests in one order, and a picture
@@ -59,7 +57,6 @@ MANIFEST_CLOCK = [
     (re.compile(rb'"created": "[^"]*"'), b'"created": "<clock>"'),
     (re.compile(rb'"seconds": [0-9.e+-]+'), b'"seconds": <clock>'),
 ]
-SGF_ROOT = (re.compile(rb'"sgf_root": "[^"]*"'), b'"sgf_root": "<root>"')
 REPORT_CLOCK = [
     (re.compile(rb'"generated": "[^"]*"'), b'"generated": "<clock>"'),
     (re.compile(rb"Generated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"), b"Generated <clock>"),
@@ -146,11 +143,12 @@ def _first_difference(before: bytes, after: bytes) -> str:
 
 
 def go19(tree: Path, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess:
-    # `-m` from the checkout's root imports that checkout's code, whichever tree the venv
-    # was installed from (a worktree's .venv is often main's, editable-installed there).
+    # The checkout's own code: worktrees may share one venv, whose go19 script imports the
+    # package it was installed from; -m with the checkout first on the path does not.
     command = [str(tree / ".venv" / "bin" / "python"), "-m", "orchestrator.cli",
                *map(str, args)]
-    done = subprocess.run(command, cwd=tree, capture_output=True)
+    done = subprocess.run(command, cwd=tree, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(tree)})
     if check and done.returncode != 0:
         raise SystemExit(f"{tree}: {' '.join(map(str, args))} exited {done.returncode}:\n"
                          f"{done.stderr.decode(errors='replace')[-2000:]}")
@@ -294,20 +292,16 @@ def main() -> int:
                 (out / f"replay-{name}{''.join(flag)}.err").write_bytes(done.stderr)
     for name in ("ds-real", "ds-small", "ds-demo"):
         before_ds, after_ds = work["before"] / name, work["after"] / name
-        roots = [json.loads((ds / "manifest.json").read_text()).get("sgf_root")
-                 for ds in (before_ds, after_ds)]
-        if roots[1] is not None and roots[0] is None:
-            resolved = work["after"] / f"{name}-resolved"
-            shutil.copytree(after_ds, resolved)
-            resolve_sgf_paths(resolved)
-            cmp.folders(f"{name} (after's relative SGF paths resolved)", before_ds, resolved,
-                        rules)
-        elif roots[0] is not None and roots[1] is not None:
-            # Relative to each output folder (before/ and after/ sit side by side): the same
-            # root spelt from two places. The folder where it points must be the same.
-            cmp.same(f"{name}: sgf_root resolved", str((before_ds / roots[0]).resolve()).encode(),
-                     str((after_ds / roots[1]).resolve()).encode())
-            cmp.folders(name, before_ds, after_ds, {"manifest.json": [*MANIFEST_CLOCK, SGF_ROOT]})
+        if "sgf_root" in json.loads((after_ds / "manifest.json").read_text()):
+            # Relative to each dataset folder: the same files spelt from two places.
+            sides = []
+            for side, folder in (("before", before_ds), ("after", after_ds)):
+                resolved = work[side] / f"{name}-resolved"
+                shutil.copytree(folder, resolved)
+                if "sgf_root" in json.loads((resolved / "manifest.json").read_text()):
+                    resolve_sgf_paths(resolved)
+                sides.append(resolved)
+            cmp.folders(f"{name} (relative SGF paths resolved)", *sides, rules)
         else:
             cmp.folders(name, before_ds, after_ds, rules)
     for name in ("ex-demo-jsonl", "ex-demo-parquet", "ex-small-jsonl"):

@@ -20,6 +20,8 @@ from hypercorn.trio import serve
 from hypercorn.typing import ASGIFramework
 from starlette.types import ASGIApp
 
+from orchestrator.ws_limit import bound_websocket_messages
+
 
 def bind_listener(host: str, port: int) -> socket.socket:
     """The page's listening socket, bound now; OSError (a port in use) before anything
@@ -43,14 +45,19 @@ def url_for(binds: list[str]) -> str:
 
 async def serve_app(app: ASGIApp, listener: socket.socket,
                     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
-                    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+                    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED, *,
+                    websocket_max_message: int | None = None) -> None:
     """Serve ``app`` on ``listener`` until cancelled (or ``shutdown_trigger`` returns);
-    with ``nursery.start`` it returns the page's URL."""
+    with ``nursery.start`` it returns the page's URL. A WebSocket message longer than
+    ``websocket_max_message`` characters closes its connection (1009) and is not kept."""
     config = Config()
     config.bind = [f"fd://{listener.detach()}"]
     config.accesslog = None
     config.errorlog = None  # a page that goes away mid-request is not an error of ours
     config.graceful_timeout = 1.0
+    if websocket_max_message is not None:
+        bound_websocket_messages()
+        config.websocket_max_message_size = websocket_max_message
     with _plain_oserror():
         # An ASGI 3 app whose signature spells the scope as a plain mapping, where
         # Hypercorn's spells out each kind of scope.

@@ -26,6 +26,7 @@ from orchestrator.commands import (
     report,
     review,
     serve,
+    tiny_model,
 )
 
 # `go19 --help` lists them in this order: the workflow first (collect games, report on
@@ -42,6 +43,7 @@ COMMANDS = (
     serve,
     ping,
     play,
+    tiny_model,
 )
 
 

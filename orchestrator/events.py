@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, dataclass_transform
 
 from orchestrator.move_record import MoveRecord
-from orchestrator.quality.summary import Interval
+from orchestrator.quality.running import QualityStatus
 from orchestrator.recordings import JournalRecord
 
 
@@ -197,35 +197,6 @@ class WatchPage(Event):
 
 
 # -- the live review (collect --review) ----------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerLoss:
-    """One player's mean point loss a move over its reviewed games (not an event)."""
-
-    player: str
-    games: int
-    mean_loss: Interval
-
-
-@dataclass(frozen=True, slots=True)
-class PairLoss:
-    """The paired verdict's numbers: ``opponent``'s mean point loss minus ``player``'s
-    over the ``games`` reviewed games they played against each other (not an event)."""
-
-    player: str
-    opponent: str
-    games: int
-    difference: Interval
-
-
-@dataclass(frozen=True, slots=True)
-class QualityStatus:
-    """The running move quality after the latest reviewed game (not an event)."""
-
-    games: int  # reviewed games
-    players: tuple[PlayerLoss, ...]
-    pair: PairLoss | None  # None for self-play
 
 
 class ReviewStarted(Event):

@@ -131,6 +131,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def relative_path(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
+    """How a manifest spells a path: relative (POSIX) to ``folder``, the one that holds the
+    manifest, both resolved first; so a folder moved with what it names still finds it, and
+    nothing of the machine's layout is written (``..`` where the path lies outside)."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(folder).resolve())).as_posix()
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -140,11 +140,13 @@ class PlayerMeta(_Part):
 
 
 class TokenCounts(_Part):
-    """A player's tokens in one game, from its replies' ``usage`` (the moves that said)."""
+    """A player's tokens in one game, from its replies' ``usage``: ``moves`` the replies
+    that gave both counts, the sums over them; null sums where none did (older records
+    wrote 0 there, with ``moves`` 0)."""
 
     moves: int = Field(0, ge=0)
-    prompt: int = Field(0, ge=0)
-    completion: int = Field(0, ge=0)
+    prompt: int | None = Field(None, ge=0)
+    completion: int | None = Field(None, ge=0)
 
 
 class ReplyNote(_Part):

@@ -34,6 +34,7 @@ from orchestrator.sgf import (
     RUN_PROP,
     VOID_PROP,
     WHITE_PLAYER_PROP,
+    NotNineteen,
     SgfError,
     SgfGame,
 )
@@ -250,3 +251,14 @@ def read_files(paths: list[str], max_bytes: int | None = MAX_SGF_BYTES
                ) -> list[list[GameRead]]:
     """:func:`read_file` over a batch: one call per worker task."""
     return [read_file(path, max_bytes) for path in paths]
+
+
+def read_game(path: str | Path, game: SgfGame) -> GameRead:
+    """One game already read from ``path`` (by :func:`orchestrator.files.read_sgf_file`),
+    replayed as :func:`read_file` replays it; a game not on a 19x19 board is rejected as
+    :func:`read_file` rejects its file."""
+    if game.size != SIZE:
+        exc = NotNineteen(f"board is {game.size}x{game.size}, not {SIZE}x{SIZE}", str(path))
+        return GameRead(path=str(path), game_index=game.game_index, sha1=game.sha1,
+                        status="rejected", reason=exc.reason, detail=exc.detail)
+    return _game_read(str(path), game)

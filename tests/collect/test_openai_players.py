@@ -29,9 +29,9 @@ from orchestrator.collect.standings import words
 from orchestrator.events import GameRecorded, ReplicaChanged
 from orchestrator.players.openai_wire import request_seed
 from orchestrator.recordings import JOURNAL, read_journal
-from orchestrator.report.build import write_report
 from orchestrator.sgf import REPLY_PROP
 from tests.players.openai_server import LOCALHOST, OpenAIServer
+from tests.report.synth import report_json
 
 PLAYER = """
 [run]
@@ -102,7 +102,8 @@ def test_every_field_of_the_issue_loads(tmp_path: Path) -> None:
     (lambda t: t.replace('answer = "gtp"', 'answer = "xy"'),
      "players.r5.answer: 'xy': expected one of gtp, sgf, rowcol"),
     (lambda t: t.replace("max_tokens = 8", "max_tokens = 0"), "players.r5.max_tokens"),
-    (lambda t: t.replace("slots = 2", "slot = 2"), "players.r5.slot: Extra inputs"),
+    (lambda t: t.replace("slots = 2", "slot = 2"),
+     "players.r5.slot: unknown key; did you mean slots?"),
     (lambda t: t.replace("image_px = 128", "image_px = 32"), "players.r5.image_px"),
     (lambda t: t + '\n[players.r5.x]\n', "players.r5"),
     (lambda t: t.replace('keep_reply = "fallbacks"', 'prompt = "nowhere.txt"'),
@@ -188,7 +189,7 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
         assert sum("reply" in r for r in replies) == fallbacks  # fallbacks only
         assert "api_key" not in (summary.run_dir / record.sgf).read_text()
     # The report: tokens per move and per game, and what the model said on its fallbacks.
-    report = write_report([summary.run_dir], tmp_path / "report")
+    report = report_json([summary.run_dir], tmp_path / "report")
     tokens = report["players"]["r5"]["tokens"]
     assert tokens["prompt_per_move"] == 900 and tokens["completion_per_move"] == 2
     assert tokens["games"] == 2 and tokens["prompt_per_game"] == 900 * tokens["moves"] / 2
@@ -200,6 +201,32 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
     assert "r5 said 'E5' (move " in markdown.split("## Games")[1]
     html = (tmp_path / "report" / "report.html").read_text()
     assert "<h2>Tokens</h2>" in html and "r5 said &#x27;E5&#x27;" in html
+
+
+async def test_a_server_without_usage_leaves_null_counts_everywhere(nursery, tmp_path) -> None:
+    """Issue 34, item 3: no `usage` in the replies is null in the SGF's GOXIXREPLY, in the
+    journal's per-game sums (it was 0 prompt and 0 completion tokens) and in the report
+    (it was 0.0 tokens a game), never a count of 0."""
+    url = await serving(nursery, OpenAIServer(reply="E5", usage=None))
+    summary = await collect(CollectOptions(write(tmp_path, url), games=1,
+                                           recordings=tmp_path / "rec", dashboard=False),
+                            lambda event: None, preflight_log=lambda line: None)
+    assert summary.exit_code == 0
+    (record,) = read_journal(summary.run_dir / JOURNAL).records
+    line = json.loads((summary.run_dir / JOURNAL).read_text())
+    assert line["tokens"]["r5"] == {"moves": 0, "prompt": None, "completion": None}
+    assert record.tokens["r5"].prompt is None
+    sgf = sgfmill.sgf.Sgf_game.from_bytes((summary.run_dir / record.sgf).read_bytes())
+    replies = [json.loads(n.get(REPLY_PROP)) for n in sgf.get_main_sequence()[1:]
+               if n.has_property(REPLY_PROP)]
+    assert replies and all(r["tokens"] == [None, None] for r in replies)
+    report = report_json([summary.run_dir], tmp_path / "report")
+    tokens = report["players"]["r5"]["tokens"]
+    assert (tokens["games"], tokens["moves"], tokens["prompt"]) == (0, 0, None)
+    assert tokens["prompt_per_game"] is None and tokens["completion_per_move"] is None
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    row = next(r for r in markdown.split("## Tokens")[1].splitlines() if r.startswith("| r5"))
+    assert row.split("|")[2:8] == [" 0 ", " 0 ", " – ", " – ", " – ", " – "]
 
 
 async def _screen_after_a_game(path: Path, tmp_path: Path, events: list | None = None

@@ -119,7 +119,7 @@ class OpenAIServer:
     reply: str | Callable[[dict], str | None] = choose_first
     reasoning: str | None = None
     reasoning_field: str = "reasoning_content"  # SGLang's and older vLLM's; vLLM: reasoning
-    usage: tuple[int, int] = (1234, 3)
+    usage: tuple[int, int] | None = (1234, 3)  # None: replies without a usage field
     api_key: str | None = None
     delay_s: float = 0.0
     gate: trio.Event | None = None  # answers wait for it when set
@@ -264,15 +264,17 @@ class OpenAIServer:
         message: dict = {"role": "assistant", "content": content, "tool_calls": []}
         if reasoning is not None:
             message[self.reasoning_field] = reasoning
-        prompt, completion = self.usage
-        return {
+        body = {
             "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
             "model": asked.get("model"),
             "choices": [{"index": 0, "message": message, "logprobs": None,
                          "finish_reason": "stop", "stop_reason": None}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
         }
+        if self.usage is not None:
+            prompt, completion = self.usage
+            body["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
+        return body
 
     async def _short_length(self, stream, conn, request: Seen) -> bool:
         asked = request.json

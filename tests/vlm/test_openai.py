@@ -242,7 +242,7 @@ async def test_with_an_api_key_only_bearer_key_requests_are_served(loaded, posit
     unauthorized = {"error": {"message": "Unauthorized", "type": "Unauthorized",
                               "param": None, "code": 401}}
     logged: list[str] = []
-    async with api(loaded, api_key="s3cret-key", log=logged.append, log_requests=True,
+    async with api(loaded, api_key="s3cret-key", log=logged.append, request_log=logged.append,
                    connection_log=logged.append) as bound:
         url = bound.openai_url
         keyless = await call(url, "POST", "/chat/completions", chat("a", position))

@@ -103,6 +103,7 @@ class Batcher:
             self._preparing -= 1
             self._changed.set()
         if isinstance(entry.result, RequestError):
+            self.stats.refused(job, entry.result, trio.current_time())
             raise entry.result
 
     async def _prepare_forever(self, prepare: Prepare) -> None:

@@ -5,10 +5,10 @@ the shared batch queue, the reply read as a move.
 What the model sees is what ``go19 dataset export`` writes for the same position: the
 picture is the PNG bytes the client sent (never re-rendered), the text is the template
 filled by :func:`orchestrator.prompt.fill`, the function the export calls, and the answer
-is read in the export's spelling by :func:`orchestrator.prompt.read_move`. Two things a
-GO19 request does not carry are told from the board and the command line: the move number
-is the stones on the board plus one (right until the first capture or pass), and the komi
-is ``--komi``.
+is read in the export's spelling by :func:`orchestrator.prompt.read_move`. A GO19 request
+carries the board and the side to move and nothing else: a template that shows the move
+number is refused at start (no board tells it: captures and passes), one that shows the
+komi needs ``--komi`` (``commands/serve_hf.py``), so no fact is guessed.
 
 ``constrain`` (``--constrain legal``) holds the answer to the spelling of an empty point
 where the stone would not be suicide, or ``pass``. Ko and superko cannot be known: GO19
@@ -28,14 +28,9 @@ from orchestrator.serve.hf.batcher import Batcher
 from orchestrator.serve.hf.jobs import Job, RequestError, Sampling
 
 
-def move_number(board: np.ndarray) -> int:
-    """The number of the move to play as far as the board tells: its stones plus one."""
-    return int(np.count_nonzero(board)) + 1
-
-
 class VlmEngine:
     def __init__(self, batcher: Batcher, adapter: str, template: str, spelling: str,
-                 komi: float, sampling: Sampling, constrain: bool = False) -> None:
+                 komi: float | None, sampling: Sampling, constrain: bool = False) -> None:
         self.name = adapter
         self.batcher = batcher
         self.adapter = adapter
@@ -47,7 +42,7 @@ class VlmEngine:
         self.constrain = constrain
 
     def prompt(self, board: np.ndarray, color: int) -> str:
-        return fill(self.template, color, move_number(board), self.komi, self.spelling,
+        return fill(self.template, color, None, self.komi, self.spelling,
                     board if self.with_board else None)
 
     async def answer(self, game: Game, number: int = 0,

@@ -58,7 +58,8 @@ class BatchRunner:
         made: list[tuple[int, str, Image.Image | None]] = []
         for i, job in enumerate(jobs):
             try:
-                made.append((i, self._chat_text(job), _picture(job.image)))
+                job.prompt = self._chat_text(job)
+                made.append((i, job.prompt, _picture(job.image)))
             except RequestError as exc:
                 errors[i] = exc
         inputs = self._process_together(made) if len(made) > 1 else None

@@ -33,6 +33,7 @@ class Job:
     sampling: Sampling
     arrived_at: float = 0.0  # trio.current_time() when it reached the batcher
     queued_at: float = 0.0  # ... and when, prepared, it joined the queue
+    prompt: str | None = None  # the text given to the processor (chat template applied)
     inputs: dict | None = None  # the processor's tensors for this request alone, once prepared
     prepare_s: float = 0.0  # how long preparing them took (its own thread, before the queue)
     # Filled by the batcher once its batch has run:

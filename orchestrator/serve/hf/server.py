@@ -44,9 +44,9 @@ class ServeOptions:
     top_p: float = 1.0
     prepare_threads: int = field(default_factory=default_prepare_threads)
     answer: str = "gtp"
-    komi: float = 7.5
+    komi: float | None = None  # only a template that shows {komi} needs it (checked at start)
     constrain: bool = False
-    log_requests: bool = False
+    request_log: Callable[[str], object] | None = None  # each request's JSON line (stats.py)
     summary_s: float = 60.0
     # The GO19 ports' connection handling, as for every `go19 serve`:
     idle_timeout: float = 60.0
@@ -81,7 +81,7 @@ async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[Ser
     """Serve until cancelled; with ``nursery.start`` it returns what is bound. A port
     that cannot be bound is a :class:`ListenError` before anything is served. ``prepare``
     makes a request's inputs as it arrives (else ``run_batch`` does, in the batch)."""
-    stats = ServeStats(log, options.log_requests)
+    stats = ServeStats(log, options.request_log)
     batcher = Batcher(run_batch, options.max_batch, options.max_wait_ms / 1000.0, stats,
                       prepare, options.prepare_threads)
     sampling = Sampling(options.max_new_tokens, options.temperature, options.top_p)
