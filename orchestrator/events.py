@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, dataclass_transform
 
+from orchestrator.move_record import MoveRecord
 from orchestrator.quality.running import QualityStatus
 from orchestrator.recordings import JournalRecord
 
@@ -46,17 +47,13 @@ class GameStarted(Event):
 
 
 class MovePlayed(Event):
-    """A move on the board. ``source`` is its SGF mark (None: the player's own move,
-    ``opening``, ``fallback:<reason>``); ``ms`` how long the player took to answer, when
-    it answered in time (an illegal answer too)."""
+    """A move on the board, ``number`` (1-based) of ``game``, as its record keeps it (who
+    chose it, with the fallback's reason; how long ``player`` took to answer)."""
 
     game: int
-    move: int  # 1-based
+    number: int
     player: str
-    color: int
-    point: int
-    source: str | None
-    ms: float | None
+    move: MoveRecord
 
 
 class Fallback(Event):

@@ -62,8 +62,9 @@ class RunState:
         self._subscribers.append(callback)
 
     def emit(self, event: Event) -> None:
-        if isinstance(event, MovePlayed) and event.ms is not None:
-            self.latency.setdefault(event.player, deque(maxlen=LATENCIES_KEPT)).append(event.ms)
+        if isinstance(event, MovePlayed) and event.move.ms is not None:
+            self.latency.setdefault(event.player, deque(maxlen=LATENCIES_KEPT)).append(
+                event.move.ms)
         if isinstance(event, RunStop):
             self.stop = event
         for callback in self._subscribers:

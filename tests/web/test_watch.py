@@ -21,7 +21,8 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
+from orchestrator.players.heuristic import HeuristicPlayer  # noqa: E402
+from orchestrator.serve import serve_go19  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
 
 HOLD_AT = 9  # the gated player's 9th request: 8 moves each, so the board is at move 16
@@ -32,21 +33,23 @@ class GatedEngine:
     of game 2 until the test releases them."""
 
     def __init__(self) -> None:
-        self._inner = HeuristicEngine(seed=3)
+        self._inner = HeuristicPlayer("engine", seed=3)
         self.requests = 0
         self.games = 0
         self.release_move = trio.Event()
         self.release_game2 = trio.Event()
 
-    async def genmove(self, board, color):
+    name = "gated"
+
+    async def answer(self, game, number=0, picture=None):
         self.requests += 1
-        if not board.any():
+        if not game.board.to_array().any():
             self.games += 1
             if self.games == 2:
                 await self.release_game2.wait()
         elif self.games == 1 and self.requests == HOLD_AT:
             await self.release_move.wait()
-        return await self._inner.genmove(board, color)
+        return await self._inner.answer(game, number, picture)
 
     async def aclose(self) -> None:
         return None
@@ -197,7 +200,7 @@ elo1 = 50
 def ended_run(loop, driver, tmp_path_factory):
     """A 4-game collect watched from its first game until it has exited."""
     tmp = tmp_path_factory.mktemp("short")
-    port, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=6), "127.0.0.1", 0))
+    port, _ = loop.start(partial(serve_go19, HeuristicPlayer("engine", seed=6), "127.0.0.1", 0))
     matchup = tmp / "short.toml"
     matchup.write_text(SHORT_RUN.format(port=port))
     collect = subprocess.Popen(
