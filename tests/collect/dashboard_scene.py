@@ -14,8 +14,8 @@ from orchestrator.collect.matchup import Sprt
 from orchestrator.collect.players import PlayerHandle
 from orchestrator.collect.referee import GameSpec, LiveGame
 from orchestrator.collect.standings import RecentEvents
-from orchestrator.collect.stopping import RuleTally, StopRule
 from orchestrator.collect.state import RunState
+from orchestrator.collect.stopping import RuleTally, StopRule
 from orchestrator.events import Fallback, GameRecorded, ReplicaChanged
 from orchestrator.players.go19 import ReplicaStats
 from orchestrator.recordings import JournalRecord, PlayerMeta
