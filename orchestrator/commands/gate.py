@@ -61,14 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--candidate", metavar="NAME",
                         help="the player to promote (default: the run's [stop] gate "
                         "candidate)")
-    parser.add_argument("--elo0", type=float, help="H0's Elo difference (default: the run's "
-                        "gate, else 0)")
-    parser.add_argument("--elo1", type=float, help="H1's Elo difference (default: the run's "
-                        "gate, else 35)")
-    parser.add_argument("--alpha", type=_probability, help="false accept rate (default: the "
-                        "run's gate, else 0.05)")
-    parser.add_argument("--beta", type=_probability, help="false reject rate (default: the "
-                        "run's gate, else 0.05)")
+    for flag, kind, metavar, what, default in (
+        ("--elo0", float, "ELO", "H0's Elo difference", "0"),
+        ("--elo1", float, "ELO", "H1's Elo difference", "35"),
+        ("--alpha", _probability, "P", "false accept rate", "0.05"),
+        ("--beta", _probability, "P", "false reject rate", "0.05"),
+    ):
+        parser.add_argument(flag, type=kind, metavar=metavar,
+                            help=f"{what} (default: the run's gate, else {default})")
     parser.add_argument("--min-games", type=count_int, metavar="N",
                         help="no decision before N games are counted (default: the run's "
                         "gate, else 100)")
