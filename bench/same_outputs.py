@@ -3,7 +3,8 @@ same inputs and compare what they write, byte for byte.
 
     .venv/bin/python bench/same_outputs.py --before /path/to/checkout-of-main [--after .]
 
-Each checkout runs its own ``.venv/bin/go19``; both venvs must have the same optional
+Each checkout runs its own code (``.venv/bin/python -m orchestrator.cli`` from the checkout,
+so that worktrees sharing one venv still run their own); both venvs must have the same optional
 packages (isal deflates shards otherwise than zlib, numba runs the compiled paths).
 Compared, with the same input for both:
 
@@ -16,11 +17,11 @@ Compared, with the same input for both:
 
 Masked there (they are the clock's, not the code's): a manifest's ``created`` and
 ``seconds``, a report's ``generated`` time. The demo run folder they read is the one the
-*before* checkout recorded. Where only the *after* checkout writes a dataset's
-``sgf_root`` (issue 21: the game table's ``path`` relative to it), its game table is
-compared with each path resolved as ``load_games`` resolves it (to the ``file`` it reads),
-and its manifest without ``sgf_root`` and with the sha256 of that resolved table: the same
-games at the same files, only spelt relative.
+*before* checkout recorded. Where the *after* checkout writes a dataset's ``sgf_root``
+(issue 21: the game table's ``path`` relative to it), both game tables are compared with
+each path resolved as ``load_games`` resolves it (to the ``file`` it reads), and their
+manifests without ``sgf_root`` and with the sha256 of that resolved table: the same games
+at the same files, spelt from two dataset folders.
 
 Then each checkout records its own demo run (``matchups/demo.toml`` with one game at a
 time, so the embedded heuristic servers see their requests in one order, and a picture
@@ -142,8 +143,12 @@ def _first_difference(before: bytes, after: bytes) -> str:
 
 
 def go19(tree: Path, *args: str | Path, check: bool = True) -> subprocess.CompletedProcess:
-    command = [str(tree / ".venv" / "bin" / "go19"), *map(str, args)]
-    done = subprocess.run(command, cwd=tree, capture_output=True)
+    # The checkout's own code: worktrees may share one venv, whose go19 script imports the
+    # package it was installed from; -m with the checkout first on the path does not.
+    command = [str(tree / ".venv" / "bin" / "python"), "-m", "orchestrator.cli",
+               *map(str, args)]
+    done = subprocess.run(command, cwd=tree, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(tree)})
     if check and done.returncode != 0:
         raise SystemExit(f"{tree}: {' '.join(map(str, args))} exited {done.returncode}:\n"
                          f"{done.stderr.decode(errors='replace')[-2000:]}")
@@ -287,13 +292,16 @@ def main() -> int:
                 (out / f"replay-{name}{''.join(flag)}.err").write_bytes(done.stderr)
     for name in ("ds-real", "ds-small", "ds-demo"):
         before_ds, after_ds = work["before"] / name, work["after"] / name
-        if "sgf_root" in json.loads((after_ds / "manifest.json").read_text()) and \
-                "sgf_root" not in json.loads((before_ds / "manifest.json").read_text()):
-            resolved = work["after"] / f"{name}-resolved"
-            shutil.copytree(after_ds, resolved)
-            resolve_sgf_paths(resolved)
-            cmp.folders(f"{name} (after's relative SGF paths resolved)", before_ds, resolved,
-                        rules)
+        if "sgf_root" in json.loads((after_ds / "manifest.json").read_text()):
+            # Relative to each dataset folder: the same files spelt from two places.
+            sides = []
+            for side, folder in (("before", before_ds), ("after", after_ds)):
+                resolved = work[side] / f"{name}-resolved"
+                shutil.copytree(folder, resolved)
+                if "sgf_root" in json.loads((resolved / "manifest.json").read_text()):
+                    resolve_sgf_paths(resolved)
+                sides.append(resolved)
+            cmp.folders(f"{name} (relative SGF paths resolved)", *sides, rules)
         else:
             cmp.folders(name, before_ds, after_ds, rules)
     for name in ("ex-demo-jsonl", "ex-demo-parquet", "ex-small-jsonl"):

@@ -13,7 +13,7 @@ Reported per configuration and concurrency:
 - requests/s (wall) and the server's CPU milliseconds per request (/proc/PID/stat, the
   measure that a busy shared machine disturbs least);
 - the mean batch size, and where a request's time went, from the server's
-  ``--log-requests`` lines and the client's round trip: generate (its batch's generate
+  ``--log-requests`` file (JSON lines) and the client's round trip: generate (its batch's generate
   calls), prepare (its own picture decoding, chat template and processor, and the wait for
   a prepare thread), queue (prepared, waiting for a batch to start), and the rest (GO19
   framing, the trio loop, threads handing over, the socket, the client);
@@ -24,10 +24,12 @@ mixed over split is the gain of one generate call per batch over one per adapter
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -49,8 +51,6 @@ CONCURRENCY = (1, 4, 16, 64)
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))  # measured per configuration and level
 CONFIGS = {"batching": ["--max-batch", "64"], "max-batch 1": ["--max-batch", "1"],
            "split": ["--max-batch", "64", "--batch-adapters", "split"]}
-LINE = re.compile(r"request (\w+): batch (\d+), queued ([\d.]+) ms, prepare ([\d.]+) ms "
-                  r"\(\+([\d.]+) ms for a thread\), generate ([\d.]+) ms")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -65,29 +65,39 @@ class Server:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
 
-    def read_log(self) -> None:
-        for line in self.process.stderr:
-            match = LINE.match(line)
-            if match:
-                adapter, batch, *times = match.groups()
-                queued, prepare, waited, generate = (float(t) / 1000 for t in times)
-                self.log.append((adapter, int(batch), queued, prepare, waited, generate))
+    def read_log(self, path: Path) -> None:
+        """Follow the request log as the server appends to it."""
+        with open(path, encoding="utf-8") as fh:
+            while self.process.poll() is None:
+                line = fh.readline()
+                if not line.endswith("\n"):
+                    fh.seek(fh.tell() - len(line))
+                    time.sleep(0.05)
+                    continue
+                r = json.loads(line)
+                if "batch" in r:
+                    self.log.append((r["adapter"], r["batch"], r["queued_ms"] / 1000,
+                                     r["prepare_ms"] / 1000, r["thread_wait_ms"] / 1000,
+                                     r["generate_ms"] / 1000))
 
 
-def start(name: str, args: list[str], tiny) -> Server:
+def start(name: str, args: list[str], tiny, log: Path) -> Server:
+    log.write_text("")
     process = subprocess.Popen(
         [sys.executable, "-m", "orchestrator.cli", "serve", "--engine", "hf",
          "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
          "--adapter", f"b={tiny.adapter('b')}", "--listen", "a=:0", "--listen", "b=:0",
-         "--device", "cpu", "--threads", "1", "--log-requests", "--summary-s", "0", "--quiet",
+         "--device", "cpu", "--threads", "1", "--log-requests", str(log), "--summary-s", "0",
+         "--quiet",
          "--max-connections", "512", *args],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    threading.Thread(target=process.stderr.read, daemon=True).start()  # never fills
     while not (line := process.stdout.readline()).startswith("serving"):
         if not line:
-            raise SystemExit(f"{name}: the server did not start: {process.stderr.read()}")
+            raise SystemExit(f"{name}: the server did not start")
     ports = {adapter: int(port) for port, adapter in re.findall(r":(\d+) \((\w+)\)", line)}
     server = Server(name, process, ports)
-    threading.Thread(target=server.read_log, daemon=True).start()
+    threading.Thread(target=server.read_log, args=(log,), daemon=True).start()
     return server
 
 
@@ -150,7 +160,9 @@ async def measure(server: Server, concurrency: int, the_request: wire.Request) -
 
 async def main() -> None:
     tiny = tiny_model()
-    servers = [start(name, args, tiny) for name, args in CONFIGS.items()]
+    logs = Path(tempfile.mkdtemp(prefix="go19-bench-"))
+    servers = [start(name, args, tiny, logs / f"{k}.jsonl")
+               for k, (name, args) in enumerate(CONFIGS.items())]
     the_request = request()
     results: dict[tuple[str, int], Result] = {}
     try:

@@ -108,6 +108,12 @@ def cpu_seconds(pid: int) -> float:
 
 # -- the clients ---------------------------------------------------------------------
 
+def origin(url: str) -> list[tuple[bytes, bytes]]:
+    """The page's own Origin, as a browser sends it (a socket without one is refused)."""
+    host = url.split("://", 1)[1].split("/", 1)[0]
+    return [(b"Origin", f"http://{host}".encode())]
+
+
 class Games:
     """The game numbers a watch page lists, from whichever message carries them (the
     seed's one "watch" message, or the separate run/finished messages)."""
@@ -136,7 +142,8 @@ async def watcher(url: str, kind: str, stop: trio.Event, seed: int) -> None:
     while not stop.is_set():
         CONNECTIONS[kind] += 1
         try:
-            async with open_websocket_url(url.replace("http", "ws", 1) + "ws") as ws:
+            async with open_websocket_url(url.replace("http", "ws", 1) + "ws",
+                                          extra_headers=origin(url)) as ws:
                 games = Games()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_pick, ws, games, kind, rng)
@@ -172,7 +179,8 @@ async def silent_page(url: str, stop: trio.Event) -> None:
     hostname, port = host.rsplit(":", 1)
     client = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
     stream = await trio.open_tcp_stream(hostname, int(port))
-    await stream.send_all(client.send(Request(host=host, target="/ws")))
+    await stream.send_all(client.send(Request(host=host, target="/ws",
+                                              extra_headers=origin(url))))
     accepted = False
     while not accepted:  # the handshake's answer is all it ever reads
         client.receive_data(await stream.receive_some(4096))
@@ -441,7 +449,7 @@ async def tabs_run(tree: Path) -> dict:
             dropped: list[int] = []
 
             async def tab(i: int, task_status=trio.TASK_STATUS_IGNORED) -> None:
-                async with open_websocket_url(url) as ws:
+                async with open_websocket_url(url, extra_headers=origin(url)) as ws:
                     sockets.append(ws)
                     task_status.started()
                     try:

@@ -27,6 +27,7 @@ from orchestrator.commands import (
     report,
     review,
     serve,
+    tiny_model,
 )
 
 # `go19 --help` lists them in this order: the workflow first (collect games, report on
@@ -44,6 +45,7 @@ COMMANDS = (
     serve,
     ping,
     play,
+    tiny_model,
 )
 
 

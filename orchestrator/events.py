@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, dataclass_transform
 
-from orchestrator.quality.summary import Interval
+from orchestrator.quality.running import QualityStatus
 from orchestrator.ratings import Counts, Wdl
 from orchestrator.recordings import JournalRecord
 
@@ -91,13 +91,15 @@ class GameRecorded(Event):
 
 class ReplicaChanged(Event):
     """A replica's health changed (a GO19 server's, or an OpenAI-compatible one's base URL).
-    ``status``: ``backoff`` (a connect failed; the next attempt in ``retry_in`` s), ``down``
+    ``status``: ``backoff`` (a connect failed; the next attempt in ``retry_in`` s),
+    ``throttled`` (the server answered HTTP 429 or 503 asking for no requests for
+    ``retry_in`` s: ``error`` is its reply; others take the replica's load), ``down``
     (given up after ``failures`` connects; probed in the background) or ``ok`` (working
     again: after ``failures`` failed attempts, or after ``probes`` background probes when it
     had been down, ``probe`` saying what the last one saw)."""
 
     address: str
-    status: Literal["backoff", "down", "ok"]
+    status: Literal["backoff", "throttled", "down", "ok"]
     retry_in: float | None = None
     error: str | None = None
     failures: int = 0
@@ -216,35 +218,6 @@ class WatchPage(Event):
 
 
 # -- the live review (collect --review) ----------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerLoss:
-    """One player's mean point loss a move over its reviewed games (not an event)."""
-
-    player: str
-    games: int
-    mean_loss: Interval
-
-
-@dataclass(frozen=True, slots=True)
-class PairLoss:
-    """The paired verdict's numbers: ``opponent``'s mean point loss minus ``player``'s
-    over the ``games`` reviewed games they played against each other (not an event)."""
-
-    player: str
-    opponent: str
-    games: int
-    difference: Interval
-
-
-@dataclass(frozen=True, slots=True)
-class QualityStatus:
-    """The running move quality after the latest reviewed game (not an event)."""
-
-    games: int  # reviewed games
-    players: tuple[PlayerLoss, ...]
-    pair: PairLoss | None  # None for self-play
 
 
 class ReviewStarted(Event):

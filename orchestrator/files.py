@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from typing import BinaryIO
 
 from orchestrator.sgf import SgfGame, TooLarge, Unreadable, read_games
 from orchestrator.sgf.grammar import Node, main_lines
+from orchestrator.untrusted import BadJson, read_json
 from orchestrator.words import plural
 
 MiB = 1 << 20
@@ -27,6 +27,7 @@ MiB = 1 << 20
 # is read (orchestrator/sgf/grammar.py), a few times its size at most. Real records are
 # kilobytes; a collection of thousands of games a few MiB.
 MAX_SGF_BYTES = 64 * MiB
+MAX_MANIFEST_BYTES = 1024 * MiB  # labels.json holds some 300 bytes a game
 
 
 @contextmanager
@@ -130,6 +131,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def relative_path(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
+    """How a manifest spells a path: relative (POSIX) to ``folder``, the one that holds the
+    manifest, both resolved first; so a folder moved with what it names still finds it, and
+    nothing of the machine's layout is written (``..`` where the path lies outside)."""
+    return Path(os.path.relpath(Path(path).resolve(), Path(folder).resolve())).as_posix()
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -142,12 +150,15 @@ def read_manifest(path: Path, fmt: str, error: type[Exception], what: str) -> di
     """A JSON manifest whose ``format`` is ``fmt``; anything else raises ``error`` with
     one line naming the file (``what`` says what the folder should have been)."""
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > MAX_MANIFEST_BYTES:  # checked before a byte is read
+            raise BadJson(f"{size} bytes, over the {MAX_MANIFEST_BYTES}-byte bound")
+        manifest = read_json(path.read_bytes(), None)
     except FileNotFoundError:
         raise error(f"{path}: not found (is {path.parent} {what}?)") from None
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
+    except BadJson as exc:
         raise error(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != fmt:
         raise error(f"{path}: not a {fmt} manifest")

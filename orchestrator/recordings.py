@@ -39,8 +39,10 @@ from orchestrator.ratings.outcomes import (
 )
 from orchestrator.render import RenderSettings
 from orchestrator.sgf import SgfGame
+from orchestrator.untrusted import read_json
 
 RUN_FILE = "run.json"
+MAX_RUN_FILE_BYTES = 16 << 20  # a matchup and a few counts
 JOURNAL = "games.jsonl"
 VOID_DIR = "void"
 CORRUPT_DIR = "corrupt"  # unreadable SGFs that resume moved aside
@@ -143,11 +145,13 @@ class PlayerMeta(_Part):
 
 
 class TokenCounts(_Part):
-    """A player's tokens in one game, from its replies' ``usage`` (the moves that said)."""
+    """A player's tokens in one game, from its replies' ``usage``: ``moves`` the replies
+    that gave both counts, the sums over them; null sums where none did (older records
+    wrote 0 there, with ``moves`` 0)."""
 
     moves: int = Field(0, ge=0)
-    prompt: int = Field(0, ge=0)
-    completion: int = Field(0, ge=0)
+    prompt: int | None = Field(None, ge=0)
+    completion: int | None = Field(None, ge=0)
 
 
 class ReplyNote(_Part):
@@ -284,7 +288,7 @@ def is_run_dir(path: Path) -> bool:
 
 def read_run_file(run_dir: Path) -> dict:
     """``run.json``; raises OSError or ValueError (not JSON, not an object)."""
-    info = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    info = read_json((run_dir / RUN_FILE).read_bytes(), MAX_RUN_FILE_BYTES)
     if not isinstance(info, dict):
         raise ValueError("not a JSON object")
     return info

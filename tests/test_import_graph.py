@@ -135,3 +135,15 @@ def test_the_graph_sees_lazy_and_relative_imports_and_finds_cycles(tmp_path: Pat
                      "orchestrator.players.go19"]
     assert cycles({"a": {"b": ["x"]}, "b": {"c": ["y"]}, "c": {"a": ["z"]}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b": ["x"]}, "b": {}}) == []
+
+
+def test_the_jobs_that_serve_http_share_a_helper_not_each_other() -> None:
+    """The Hypercorn glue is a job helper (``asgi``): the web pages do not import ``serve``
+    for it, and it imports no job; ``untrusted`` (outside bytes, within bounds) imports
+    nothing of go19's, so any layer may use it."""
+    graph = import_graph()
+    assert "serve" not in graph["web"], dict(graph["web"])
+    jobs = {"collect", "report", "dataset", "export", "label", "review", "serve", "web",
+            "cluster", "commands", "cli"}
+    assert not jobs & set(graph.get("asgi", {})), dict(graph["asgi"])
+    assert set(graph.get("untrusted", {})) == set()

@@ -78,12 +78,12 @@ def ray_runner(ray: Any, max_in_flight: int | None = None
                 pending.append(task.remote(item))
                 if len(pending) >= limit:
                     result = ray.get(pending.popleft())
-                    written += result.samples
+                    written += result.rows_read
                     done(written)
                     yield result
             while pending:
                 result = ray.get(pending.popleft())
-                written += result.samples
+                written += result.rows_read
                 done(written)
                 yield result
         finally:

@@ -53,10 +53,11 @@ STATUS_STYLE = {
     "idle": "dim",
     "connecting": "yellow",
     "backoff": "bold red",
+    "throttled": "bold yellow",  # the server asked for a pause (HTTP 429/503 Retry-After)
     "down": "bold white on red",
     "local": "cyan",
 }
-FAILING = ("backoff", "down")
+FAILING = ("backoff", "throttled", "down")
 SLOW_FACTOR = 2.0  # a replica whose p95 is this many times its siblings' median is "slow"
 BOARD_MIN = (110, 40)  # width, height from which the live board is shown
 EVENTS_MIN = 3

@@ -24,10 +24,12 @@ from orchestrator.collect.standings import gate_line
 from orchestrator.collect.stopping import RuleTally, ScheduleOrder, gate_tally
 from orchestrator.events import SprtStatus
 from orchestrator.files import atomic_write
+from orchestrator.quality.report import QualityReport
 from orchestrator.ratings import Pentanomial, RatingsError, Wdl, estimate
 from orchestrator.recordings import RUN_FILE
 from orchestrator.report import quality
 from orchestrator.report.load import RunData, load_run
+from orchestrator.report.model import to_json
 from orchestrator.words import plural
 
 GATE_FILE = "gate.json"
@@ -127,14 +129,13 @@ def _quality(runs: Sequence[RunData], tally: RuleTally, labels: Sequence[Path] |
     counted = {id(record) for record in tally.counted}
     mine = [RunData(run.path, run.run_id, run.info,
                     [g for g in run.games if id(g.line) in counted]) for run in runs]
-    section = quality.section(mine, [{"player": tally.player, "opponent": tally.opponent}],
-                              labels, warn)
-    if not section["available"] or not section["head_to_head"]:
+    section = quality.pairs_section(mine, [(tally.player, tally.opponent)], labels, warn)
+    if not isinstance(section, QualityReport) or not section.head_to_head:
         return None
-    pair = section["head_to_head"][0]
-    return {"games": pair["games"], "difference": pair["difference"],
-            "better": pair["better"], "sentence": pair["sentence"],
-            "labels": section["labels"]["folders"]}
+    pair = section.head_to_head[0]
+    return {"games": pair.games, "difference": to_json(pair.difference),
+            "better": pair.better, "sentence": pair.sentence,
+            "labels": section.labels.folders}
 
 
 def decide(run_dirs: Sequence[Path], settings: GateSettings,
@@ -176,8 +177,9 @@ def decide(run_dirs: Sequence[Path], settings: GateSettings,
                       _quality(runs, tally, labels, warn))
 
 
-def _num(value: float | None, digits: int = 2) -> float | None:
-    return round(value, digits) if value is not None and math.isfinite(value) else None
+def _num(value: float | None, digits: int = 1) -> float | None:
+    """Rounded; infinities kept (``to_json`` writes them ``"+inf"``/``"-inf"``)."""
+    return round(value, digits) if value is not None and math.isfinite(value) else value
 
 
 def _wdl(counts: Wdl) -> dict:
@@ -185,11 +187,11 @@ def _wdl(counts: Wdl) -> dict:
 
 
 def gate_json(result: GateResult) -> dict:
-    """``gate.json`` (docs/gate.md)."""
+    """``gate.json`` (docs/gate.md), as JSON values (infinities as the report writes them)."""
     status, tally, config = result.status, result.tally, result.config
     counts = status.counts
     est = estimate(counts) if counts is not None else None
-    return {
+    return to_json({
         "decision": result.decision,
         "line": result.line,
         "candidate": tally.player,
@@ -206,10 +208,8 @@ def gate_json(result: GateResult) -> dict:
         "as_white": _wdl(tally.as_white),
         "pentanomial": list(counts.counts) if isinstance(counts, Pentanomial) else [0] * 5,
         "elo": None if est is None or est.elo is None else {
-            "value": _num(est.elo, 1), "low": _num(est.elo_low, 1),
-            "high": _num(est.elo_high, 1), "error": _num(est.error, 1),
-            "los": _num(est.los, 4),
-            "infinite": None if math.isfinite(est.elo) else ("+inf" if est.elo > 0 else "-inf")},
+            "value": _num(est.elo), "low": _num(est.elo_low), "high": _num(est.elo_high),
+            "error": _num(est.error), "los": _num(est.los, 4)},
         "players": {name: {"illegal": side.illegal, "fallbacks": dict(side.fallbacks),
                            "fallback_moves": sum(side.fallbacks.values())}
                     for name, side in tally.sides.items()},
@@ -217,7 +217,7 @@ def gate_json(result: GateResult) -> dict:
                         "waiting": sum(result.waiting.values()),
                         "without_slot": result.without_slot},
         "quality": result.quality,
-    }
+    })
 
 
 def write_gate_json(result: GateResult, path: Path) -> None:

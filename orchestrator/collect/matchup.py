@@ -7,7 +7,9 @@ already-checked values.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
@@ -296,6 +298,46 @@ def _format_location(loc: tuple) -> str:
     return out or "(top level)"
 
 
+_SPECS: dict[str, type[BaseModel]] = {
+    "go19": Go19PlayerSpec, "gtp": GtpPlayerSpec, "heuristic": HeuristicPlayerSpec,
+    "random": RandomPlayerSpec, "openai": OpenAIPlayerSpec}
+
+
+def _model_at(loc: tuple) -> type[BaseModel] | None:
+    """The model whose keys the table at ``loc`` takes (a pydantic error's location, its
+    last part dropped), or None where that cannot be told."""
+    model: type[BaseModel] = Matchup
+    parts = list(loc)
+    while parts:
+        part = parts.pop(0)
+        if model is Matchup and part == "players":
+            if len(parts) < 2 or parts[1] not in _SPECS:
+                return None
+            model = _SPECS[parts[1]]  # players.NAME, then pydantic's kind tag
+            del parts[:2]
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        found = [t for t in (typing.get_args(field.annotation) or (field.annotation,))
+                 if isinstance(t, type) and issubclass(t, BaseModel)]
+        if not found:
+            return None
+        model = found[0]
+    return model
+
+
+def _unknown_key(loc: tuple) -> str:
+    """The message for a key no table takes: the nearest valid one, if one is near."""
+    model = _model_at(loc[:-1])
+    if model is None:
+        return "unknown key"
+    near = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    if near:
+        return f"unknown key; did you mean {near[0]}?"
+    return f"unknown key (the keys here: {', '.join(model.model_fields)})"
+
+
 def load_matchup(path: Path) -> Matchup:
     path = Path(path)
     try:
@@ -311,7 +353,8 @@ def load_matchup(path: Path) -> Matchup:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = _format_location(first["loc"])
-        message = first["msg"].removeprefix("Value error, ")
+        message = _unknown_key(first["loc"]) if first["type"] == "extra_forbidden" \
+            else first["msg"].removeprefix("Value error, ")
         extra = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise MatchupError(f"{path}: {where}: {message}{extra}") from None
     if matchup.openings.sgf_dir is not None:

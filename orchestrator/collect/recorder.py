@@ -89,17 +89,17 @@ def _replies(outcome: RefereedGame, players_meta: Mapping[str, PlayerMeta]
             continue
         name = names[move.color]
         total = counts.setdefault(name, [0, 0, 0])
-        if said.prompt_tokens is not None or said.completion_tokens is not None:
-            total[0] += 1
-            total[1] += said.prompt_tokens or 0
-            total[2] += said.completion_tokens or 0
+        if said.prompt_tokens is not None and said.completion_tokens is not None:
+            total[0] += 1  # a reply whose usage gave both counts: a missing one is no 0
+            total[1] += said.prompt_tokens
+            total[2] += said.completion_tokens
         meta = players_meta.get(name, PlayerMeta())
         if move.source is not None and move_origin(move.source) == "fallback" \
                 and keeps_text(meta.keep_reply, move.source):
             notes.setdefault(name, []).append(ReplyNote(
                 move=number, reason=fallback_reason(move.source), reply=said.reply,
                 reasoning=said.reasoning))
-    tokens = {name: TokenCounts(moves=n, prompt=p, completion=c)
+    tokens = {name: TokenCounts(moves=n, prompt=p if n else None, completion=c if n else None)
               for name, (n, p, c) in sorted(counts.items())}
     return tokens, notes
 

@@ -1,7 +1,7 @@
 """``collect --review``: KataGo engines beside the games, labelling each recorded game into
 ``RUN_DIR/labels`` (the label folder of ``go19 review``: the same settings, so ``go19 review
 --labels`` and ``go19 review --resume`` take it as it is) and keeping the running move
-quality (:mod:`orchestrator.review.running`).
+quality (:mod:`orchestrator.quality.running`).
 
 The games never wait for it. A recorded game goes into a bounded queue without blocking
 (``send_nowait``); when the queue is full the game is left for a resume, said in one line.
@@ -40,7 +40,6 @@ from orchestrator.events import (
     GameNotReviewed,
     GameRecorded,
     GameReviewed,
-    QualityStatus,
     ReviewEngineDied,
     ReviewFinishing,
     ReviewLagging,
@@ -50,13 +49,13 @@ from orchestrator.events import (
 )
 from orchestrator.label.engine import KataGoDied, KataGoEngine, open_katago
 from orchestrator.label.games import LabelGame, read_label_games
+from orchestrator.label.join import review_game
 from orchestrator.label.run import EngineFiles, GameLabeller, RunOptions, RunResult
 from orchestrator.label.store import GameLabels, LabelError, LabelSet, LabelWriter
 from orchestrator.positions.samples import read_file
+from orchestrator.quality.running import QualityStatus, RunningQuality
 from orchestrator.recordings import JournalRecord
 from orchestrator.report.quality import LABELS_DIR
-from orchestrator.review.games import review_game
-from orchestrator.review.running import RunningQuality
 from orchestrator.words import plural
 
 QUEUE_SIZE = 10_000  # recorded games waiting for KataGo (a path each)

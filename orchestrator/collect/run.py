@@ -25,6 +25,7 @@ from pathlib import Path
 import trio
 
 from orchestrator import __version__
+from orchestrator.collect.audit import ServingAuditFailed, audit_servers
 from orchestrator.collect.collector import Collector
 from orchestrator.collect.matchup import Matchup, load_matchup, run_name
 from orchestrator.collect.players import open_players
@@ -78,6 +79,7 @@ class CollectOptions:
     recordings: Path = Path("recordings")
     dashboard: bool = True
     wait_endpoints_s: float = 0.0
+    strict_audit: bool = False  # a serving audit finding stops the run (exit 3)
 
 
 @dataclass
@@ -228,6 +230,10 @@ async def collect(
         raise PlayersUnreachable(str(exc)) from None
     except PreflightInputError as exc:
         raise CollectError(str(exc)) from None
+    try:
+        await audit_servers(matchup, preflight_log, options.strict_audit)
+    except ServingAuditFailed as exc:
+        raise PlayersUnreachable(str(exc)) from None
 
     try:
         schedule = Schedule(matchup)  # before the run folder: a bad openings folder

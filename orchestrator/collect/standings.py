@@ -36,7 +36,6 @@ from orchestrator.events import (
     PlayerDown,
     PlayerDownTooLong,
     PlayerRaised,
-    QualityStatus,
     ReplicaChanged,
     ReviewEngineDied,
     ReviewFinishing,
@@ -52,8 +51,9 @@ from orchestrator.events import (
     VoidStreak,
     WatchPage,
 )
+from orchestrator.quality.running import QualityStatus
+from orchestrator.quality.verdict import quality_line
 from orchestrator.ratings import Pentanomial, estimate
-from orchestrator.review.verdict import quality_line
 from orchestrator.words import plural
 
 if TYPE_CHECKING:
@@ -113,6 +113,8 @@ def _(event: ReplicaChanged) -> str:
     where = f"{who}{event.address}"
     if event.status == "backoff":
         return f"{where}: connect failed ({event.error}); retry in {event.retry_in:g} s"
+    if event.status == "throttled":
+        return f"{where}: throttled ({event.error}); no request for {event.retry_in:g} s"
     if event.status == "down":
         return f"{where}: down after {event.failures} failed connects ({event.error})"
     if event.probes:
@@ -254,11 +256,17 @@ def _(stop: PlayerDownTooLong) -> str:
             "resume with --resume once it is back")
 
 
-@stop_reason.register
-def _(stop: VoidStreak) -> str:
+def void_streak_text(stop: VoidStreak) -> str:
+    """``10 void games in a row (fallbacks r5: connection 62, timeout 8)``: collect's
+    stop line without its advice (``go19 play`` gives its own)."""
     parts = "; ".join(f"{name}: " + ", ".join(f"{reason} {n}" for reason, n in counts)
                       for name, counts in stop.fallbacks)
-    reason = f"{stop.games} void games in a row (fallbacks {parts})"
+    return f"{stop.games} void games in a row (fallbacks {parts})"
+
+
+@stop_reason.register
+def _(stop: VoidStreak) -> str:
+    reason = void_streak_text(stop)
     if stop.unreachable:
         where = ", ".join(f"{name} at {address}" for name, address in stop.unreachable)
         return f"{reason}: cannot connect to {where}; check it with `go19 ping`, then --resume"

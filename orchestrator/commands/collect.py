@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -20,7 +21,11 @@ from orchestrator.collect.run import (
 )
 from orchestrator.collect.standings import stop_reason
 from orchestrator.commands import positive_int
+from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
+
+if TYPE_CHECKING:
+    from orchestrator.report.model import Report
 
 EXIT_CODES = """\
 exit status:
@@ -30,7 +35,8 @@ exit status:
        written (disk full, read-only): nothing half-written is left, --resume continues
   3    a player cannot be reached: no replica answers at start (after
        --wait-endpoints), every replica down for down_pause_s, or a streak of
-       void games made of failed connections; --review's KataGo does not start
+       void games made of failed connections; --review's KataGo does not start;
+       with --strict-audit, the serving audit found a model answering as another
   4    stopped before the games asked for: a streak of void games (timeouts,
        errors or illegal moves)
   130  interrupted (Ctrl-C or SIGTERM): the first one lets the games in flight
@@ -71,6 +77,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="wait up to this long for endpoints that do not answer yet, e.g. a GPU "
         "server still loading its model (default 0: exit 3 at once)",
     )
+    parser.add_argument(
+        "--strict-audit", action="store_true",
+        help="exit 3 when the serving audit finds a model whose answer changes with the "
+        "models it is batched with (default: a warning line; docs/vlm.md)",
+    )
     parser.add_argument("--recordings", type=Path, default=Path("recordings"),
                         help="where run folders go (default recordings)")
     parser.add_argument("--reports", type=Path, default=Path("reports"),
@@ -80,6 +91,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "dashboard on a terminal)")
     parser.add_argument("--no-report", action="store_true",
                         help="skip the end-of-run report (default: write it)")
+    parser.add_argument("--next-steps", action="store_true",
+                        help="end with what to try next on this run, as commands run from "
+                        "the repository (`make demo` does; default: off)")
     parser.add_argument(
         "--standings-every", type=int, default=10, metavar="N",
         help="without the dashboard (--no-dashboard, no terminal), print a standings block "
@@ -133,15 +147,16 @@ def run(args: argparse.Namespace) -> int:
         recordings=args.recordings,
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
         wait_endpoints_s=args.wait_endpoints,
+        strict_audit=args.strict_audit,
     )
     from orchestrator.collect.dashboard import Dashboard
     from orchestrator.collect.standings import PlainLog, plain_log
 
     dashboard = Dashboard() if options.dashboard else PlainLog(args.standings_every)
     view: ViewTask | None = dashboard.run
+    report = None if args.no_report else EndReport(args.reports)
     if args.web is not None:  # the watch page runs where the dashboard would, beside it
-        reports = None if args.no_report else args.reports
-        view = _with_web_page(args.web, args.web_allow_host, reports, view)
+        view = _with_web_page(args.web, args.web_allow_host, report, view)
         if view is None:
             return EXIT_INPUT
     review = _review(args)
@@ -159,17 +174,76 @@ def run(args: argparse.Namespace) -> int:
     print_summary(summary)
     if review is not None:
         print(review_summary(review, summary))
-    if not args.no_report and summary.state.done:
-        from orchestrator.report.build import write_report
-
-        out = args.reports / summary.run_dir.name
-        report = write_report([summary.run_dir], out, console=True)
+    if report is not None and summary.state.done:
+        written = report.console(summary.run_dir)
         if review is not None:  # as go19 review ends
             from orchestrator.report.quality_tables import verdict_lines
 
-            for name, line in verdict_lines(report):
+            for name, line in verdict_lines(written):
                 print(f"{name}: {line}")
+    if args.next_steps and summary.state.done and not summary.removed:
+        print(next_steps(summary.run_dir, None if args.no_report
+                         else args.reports / summary.run_dir.name / "report.html"))
     return summary.exit_code
+
+
+class EndReport:
+    """The report of the run, written once: by the watch page as the run ends (the page
+    is sent it), else after the run; its summary is printed after the run's."""
+
+    def __init__(self, reports: Path) -> None:
+        self.reports = reports
+        self._written: Report | None = None
+        self._error: Exception | None = None
+
+    def write(self, run_dir: Path) -> Path | None:
+        """For the watch page (a worker thread): the report's ``report.html``, or None
+        when it could not be written (said after the run, as without the page)."""
+        from orchestrator.report.build import ReportError, write_report
+
+        try:
+            self._written = write_report([run_dir], self.reports / run_dir.name)
+        except (ReportError, OSError) as exc:
+            self._error = exc
+            return None
+        return self.reports / run_dir.name / "report.html"
+
+    def console(self, run_dir: Path) -> Report:
+        """The report's summary on the terminal, written now if it was not yet."""
+        from orchestrator.report.build import write_report
+        from orchestrator.report.console import print_summary
+
+        out = self.reports / run_dir.name
+        if self._error is not None:
+            raise self._error
+        if self._written is None:
+            return write_report([run_dir], out, console=True)
+        print_summary(self._written, out)
+        return self._written
+
+
+def next_steps(run_dir: Path, report: Path | None) -> str:
+    """What a newcomer can do with a run just recorded (`make demo`'s last lines): the
+    report, a game of their own, KataGo's review, training data and DPO pairs."""
+    go19, name, labels = ".venv/bin/go19", run_dir.name, run_dir / LABELS_DIR
+    data, pairs = Path("datasets") / name, Path("datasets") / f"{name}-kg"
+    lines = ["what next:"]
+    if report is not None:
+        lines.append(f"  the report: open {report} in a browser (also report.md, report.json)")
+    lines += [
+        "  play the heuristic AI in the browser:",
+        f"    .venv/bin/pip install -e '.[web]' && {go19} play --open",
+        "  KataGo's point loss of every move, added to the report (4 games: minutes on a CPU):",
+        f"    make katago && {go19} review {run_dir} --max-games 4",
+        "  training data, a picture, a prompt and an answer per move:",
+        f"    {go19} dataset build {run_dir} --out {data}",
+        f"    {go19} dataset export {data} --format jsonl --out exports/{name}",
+        "  DPO pairs, after the review:",
+        f"    {go19} dataset build {run_dir} --labels {labels} --out {pairs}",
+        f"    {go19} dataset export {pairs} --format dpo --dpo-style swift --out "
+        f"exports/{name}-dpo",
+    ]
+    return "\n".join(lines)
 
 
 def _review(args: argparse.Namespace) -> LiveReview | None | int:
@@ -202,7 +276,7 @@ def review_summary(review: LiveReview, summary: RunSummary) -> str:
     return line
 
 
-def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
+def _with_web_page(bind: str, allow_hosts: list[str], report: EndReport | None,
                    dashboard: ViewTask | None) -> ViewTask | None:
     """What runs in the dashboard's place: the watch page (orchestrator/web) beside the
     dashboard, if any, on a port bound now, before any game. None after a one-line error."""
@@ -210,7 +284,7 @@ def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
         from orchestrator.web import server
     except ImportError as exc:
         print(f"collect: --web needs the web extra ({exc.name} missing): "
-              "pip install 'go19[web]'", file=sys.stderr)
+              ".venv/bin/pip install -e '.[web]'", file=sys.stderr)
         return None
     try:
         host, port = server.parse_bind(bind)  # the host checked, as players/address.py does
@@ -230,7 +304,8 @@ def _with_web_page(bind: str, allow_hosts: list[str], reports: Path | None,
     if not server.is_loopback(host):
         print(server.NO_AUTH_WARNING.format(host=host), file=sys.stderr)
     hosts = server.trusted_hosts(host, allow_hosts)
-    return server.watch_task(listener, hosts, reports, dashboard)
+    return server.watch_task(listener, hosts, None if report is None else report.write,
+                             dashboard)
 
 
 def print_summary(summary: RunSummary) -> None:

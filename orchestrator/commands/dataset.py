@@ -1,4 +1,5 @@
-"""`go19 dataset build INPUT... --out DIR` and `go19 dataset check DIR`."""
+"""`go19 dataset build INPUT... --out DIR`, `go19 dataset check DIR` and `go19 dataset
+export DIR --out DIR` (SFT samples or DPO pairs)."""
 
 from __future__ import annotations
 
@@ -36,12 +37,14 @@ from orchestrator.words import plural
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "dataset",
-        help="build training samples from SGF files, and check them",
+        help="build training samples from SGF files, check them, export them for a trainer",
         description="Turn recordings and SGF corpora into per-move training samples "
-        "(sharded .npz + manifest.json), and check a built dataset against its sources.",
+        "(sharded .npz + manifest.json), check a built dataset against its sources, and "
+        "export it as a VLM trainer reads it: SFT samples (parquet, jsonl) or DPO preference "
+        "pairs (--format dpo, from a dataset built with KataGo --labels).",
         epilog=examples(
             "go19 dataset build recordings --out datasets/demo",
-            "go19 dataset check datasets/demo",
+            "go19 dataset export datasets/demo-kg --format dpo --out exports/dpo",
         ),
     )
     commands = parser.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
@@ -126,7 +129,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e = commands.add_parser(
         "export",
         help="write a dataset as VLM training data (parquet for HF/TRL, jsonl for "
-        "LLaMA-Factory/ms-swift)",
+        "LLaMA-Factory/ms-swift, dpo: preference pairs for all three)",
         description="Turn a built dataset into image + prompt + answer samples: the picture "
         "is go19's render of the board, byte for byte the PNG the GO19 client sends for "
         "that position (last move marked, at the size the player saw), the prompt a "
@@ -153,6 +156,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="dpo: the trainer's layout: trl (parquet with images, default), "
                    "llamafactory (ShareGPT jsonl, ranking dataset_info.json) or swift "
                    "(messages + rejected_response jsonl)")
+    e.add_argument("--dpo-include-fallback", action="store_true",
+                   help="dpo: also pair opening-book and fallback moves (a dataset built with "
+                   "--include-fallback has them) as the rejected answer; by default only the "
+                   "player's own moves are, since a fallback is the heuristic AI's move, not "
+                   "the model's mistake")
     e.add_argument("--image-px", type=positive_int, metavar="N",
                    help="picture size for every sample (default: the image_px each recording's "
                    "player used, else the matchup default, 512)")
@@ -312,6 +320,7 @@ def run_export(args: argparse.Namespace) -> int:
             template=read_template(args.prompt),
             prompt_file=str(args.prompt) if args.prompt else None, shard_size=args.shard_size,
             min_loss=args.min_loss, dpo_style=args.dpo_style,
+            dpo_include_fallback=args.dpo_include_fallback,
         )
         _sweep("dataset export", args.out)
         with dataset_ray.runner(args) as runner, ExportProgress() as progress:
@@ -328,4 +337,20 @@ def run_export(args: argparse.Namespace) -> int:
     print(f"{args.out}: {plural(counts['samples'], 'sample')} ({args.format}) in "
           f"{plural(counts['shards'], 'shard')} from {plural(counts['games'], 'game')}, "
           f"{manifest['seconds']} s; pictures: {sizes}")
+    if args.format == "dpo":
+        print(_pairs_line(counts, args.min_loss))
     return 0
+
+
+def _pairs_line(counts: dict, min_loss: float) -> str:
+    """Where a DPO export's pairs came from, and why ``chosen_loss`` is null if it is."""
+    line = (f"  pairs from {counts['candidates']} samples: the played move lost at least "
+            f"{min_loss:g} points and is not KataGo's")
+    if counts["not_own"]:
+        line += (f"; {counts['not_own']} such opening-book or fallback moves left out "
+                 "(--dpo-include-fallback pairs them)")
+    if counts["samples"] and not counts["chosen_loss"]:
+        line += ("; chosen_loss is null in every pair: KataGo searched no move of its own "
+                 "(labels at 1 visit, or not made by go19 review; go19 review --visits N, "
+                 "N > 1, measures it)")
+    return line

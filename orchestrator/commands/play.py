@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except ImportError as exc:
         print(f"play: the web extra is not installed ({exc.name} missing): "
-              "pip install 'go19[web]'", file=sys.stderr)
+              ".venv/bin/pip install -e '.[web]'", file=sys.stderr)
         return 2
     problem = allowed_names_problem(args.allow_host)
     if problem:

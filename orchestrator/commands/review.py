@@ -25,8 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Label every position of each run's games with KataGo, the position "
         "after the last move included, into RUN_DIR/labels (the label folder of `go19 "
         "label`, made with --review), then write the runs' report (as `go19 report`) with "
-        "the move-quality section: per player the mean point loss, accuracy, top-1/top-5 "
-        "agreement with KataGo and blunders, by phase, with 95 % bootstrap intervals over "
+        "the move-quality section: per player the mean point loss, accuracy (KaTrain's and "
+        "go19's), top-1/top-5 agreement with KataGo and blunders, by phase, with 95 % "
+        "bootstrap intervals over "
         "games; the paired verdict (who loses fewer points a move) beside the Elo verdict; "
         "each player's worst moves (docs/review.md). The CPU KataGo of `make katago` labels "
         "about a position a second: use --max-games and --max-moves there.",

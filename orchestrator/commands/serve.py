@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
+import signal
 import sys
 
 import trio
@@ -23,6 +24,7 @@ from orchestrator.serve import (
 )
 from orchestrator.words import plural
 
+GTP_KOMI = 7.5  # told to a GTP engine when --komi is not given
 ENGINE_HELP = ('heuristic, random, gtp:"COMMAND ARGS" (one engine process per slot), or hf '
                '(a transformers VLM with LoRA adapters: see --model)')
 DEFAULT_PORT = 5019
@@ -55,9 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed of heuristic/random, and of "
                         "--engine hf's sampling (default: a fresh one at each start)")
     parser.add_argument("--level", type=int, default=2, help="heuristic level (0..2)")
-    parser.add_argument("--komi", type=float, default=7.5,
-                        help="komi told to GTP engines, and written in a VLM's prompt (a "
-                        "GO19 request does not carry it)")
+    parser.add_argument("--komi", type=float, default=None,
+                        help="komi told to GTP engines (default 7.5); --engine hf: written "
+                        "where the prompt template shows {komi}, which a GO19 request does "
+                        "not carry (no default: such a template needs it)")
     parser.add_argument("--size", type=int, action="append", dest="sizes", metavar="N",
                         help="board size to accept (repeatable; default 19)")
     parser.add_argument("--idle-timeout", type=float, default=60.0, metavar="S",
@@ -129,6 +132,10 @@ async def _serve(args: argparse.Namespace, engine: Engine) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # A background job of a non-interactive shell (`go19 serve &` in a script) starts
+        # with SIGINT ignored: a server stops on it all the same, as in the foreground.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.engine == "hf":
         return serve_hf.run(args)
     misplaced = serve_hf.given_options(args)
@@ -161,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"serve: --host: {exc}", file=sys.stderr)
         return 2
     try:
-        engine = make_engine(args.engine, args.slots, args.seed, args.level, args.komi)
+        engine = make_engine(args.engine, args.slots, args.seed, args.level,
+                             GTP_KOMI if args.komi is None else args.komi)
     except ValueError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2

@@ -6,24 +6,28 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import ipaddress
+import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
 
 from orchestrator.coords import MOVE_TEXTS
-from orchestrator.prompt import PromptError, read_template
+from orchestrator.prompt import GO19_FIELDS, PromptError, fields, read_template
 
 if TYPE_CHECKING:
     from orchestrator.serve.hf.loading import AdapterInfo
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 BASE = "base"  # orchestrator.serve.hf.jobs.BASE, without importing the package before the checks
-EXTRA_LINE = ("--engine hf needs the vlm extra: pip install 'go19[vlm]' (on a GPU box, the "
-              "CUDA build of torch first: docs/vlm.md)")
+API_KEY_ENV = "GO19_API_KEY"  # as vLLM's VLLM_API_KEY
+EXTRA_LINE = ("--engine hf needs the vlm extra: .venv/bin/pip install -e '.[vlm]' (on a GPU "
+              "box, the CUDA build of torch first: docs/vlm.md)")
 
 # (option, dest, default): the options that mean something only with --engine hf.
 _HF_OPTIONS: list[tuple[str, str, object]] = []
@@ -52,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add(group, "--openai", metavar="[HOST:]PORT", help="also serve the OpenAI-compatible "
          "API (GET /v1/models, POST /v1/chat/completions; model = the adapter name) "
          "(default: none)")
+    _add(group, "--api-key", metavar="KEY",
+         help="the OpenAI API answers only requests with 'Authorization: Bearer KEY' (401 "
+         f"otherwise, as vLLM's --api-key); /health stays open (default: ${API_KEY_ENV}, "
+         "which keeps the key out of the process list; neither: no key). The GO19 ports "
+         "have no authentication: keep them on a private network")
     _add(group, "--max-batch", type=int, default=32, metavar="N",
          help="requests of all ports in one batch at most (1: no batching)")
     _add(group, "--max-wait-ms", type=float, default=5.0, metavar="MS",
@@ -66,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add(group, "--temperature", type=float, default=0.0,
          help="0 decodes greedily; above, answers are sampled (repeatable with --seed)")
     _add(group, "--prompt", type=Path, metavar="FILE", help="prompt template, the file "
-         "`go19 dataset export --prompt` took (default: the shipped template)")
+         "`go19 dataset export --prompt` took; with --listen it may show only what a GO19 "
+         "request carries, and {komi} with --komi (default: the shipped template)")
     _add(group, "--answer", choices=MOVE_TEXTS, default="gtp",
          help="how the model spells a move, as the export wrote it (gtp Q16, sgf pd, rowcol "
          "3,15); the first token of the reply that spells one is played")
@@ -80,9 +90,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add(group, "--threads", type=int, metavar="N",
          help="torch's CPU threads for the model (default: torch's own choice, the cores); "
          "pictures are prepared in up to 4 threads beside them")
-    _add(group, "--log-requests", action="store_true",
-         help="one stderr line per request: adapter, batch size, queue wait, generate time, "
-         "tokens")
+    _add(group, "--log-requests", type=Path, metavar="FILE",
+         help="append one JSON line per request to FILE: the prompt (the exact text given "
+         "to the processor), image_sha256 (of the picture's bytes as received), the adapter, "
+         "the answer, its ms, batch and timings (default: none)")
     _add(group, "--summary-s", type=float, default=60.0, metavar="S",
          help="a summary line on stderr every S seconds (requests/s, mean batch, p50/p95 "
          "latency per adapter); 0: none")
@@ -137,14 +148,19 @@ def _check(args: argparse.Namespace) -> None:
     for text in args.listen or ():
         name, address = _named(text, "--listen")
         if name != BASE and name not in adapters:
-            raise ValueError(f"--listen {text!r}: no adapter named {name!r} (adapters: "
-                             f"{', '.join([BASE, *adapters])})")
+            known = f"adapters: {', '.join(adapters)}; " if adapters else "no --adapter given; "
+            raise ValueError(f"--listen {text!r}: no adapter named {name!r} ({known}"
+                             f"'{BASE}' is the model without adapter)")
         host, port = _bind(address, args.host, f"--listen {text!r}")
         if port and (host, port) in seen:
             raise ValueError(f"--listen {text!r}: that address is already listened on")
         seen.add((host, port))
         args.listens.append((name, host, port))
     args.openai_bind = None if args.openai is None else _bind(args.openai, args.host, "--openai")
+    if args.api_key is not None and args.openai_bind is None:
+        raise ValueError("--api-key is for the OpenAI API: give --openai [HOST:]PORT")
+    if args.api_key is not None and not args.api_key.strip():
+        raise ValueError("--api-key is empty")
     if not args.listens and args.openai_bind is None:
         raise ValueError("--engine hf needs a --listen NAME=[HOST:]PORT or --openai [HOST:]PORT")
     for name, bad, rule in (
@@ -164,7 +180,22 @@ def _check(args: argparse.Namespace) -> None:
             raise ValueError(f"--{name} must be {rule}")
 
 
-def _extra_problem() -> str | None:
+def _check_knowable(template: str, args: argparse.Namespace) -> None:
+    """A GO19 port fills the template from the request alone (the board and the side to
+    move) and ``--komi``: any other field would be a guess, so the template is refused."""
+    where = args.prompt or "the prompt template"
+    for name in fields(template):
+        if name in GO19_FIELDS or (name == "komi" and args.komi is not None):
+            continue
+        if name == "komi":
+            raise ValueError(f"{where} shows {{komi}}, which a GO19 request does not carry: "
+                             "give --komi K, the komi of the games this server plays")
+        raise ValueError(f"{where} shows {{{name}}}, which a GO19 request does not carry (it "
+                         "has only the board and the side to move): remove it from the "
+                         "template, and export with the same template")
+
+
+def extra_problem() -> str | None:
     """Why the vlm extra cannot be used here, or None. torch is looked for first: the
     libraries after it print warnings of their own when it is missing."""
     for name in ("torch", "transformers", "peft"):
@@ -185,6 +216,16 @@ def _extra_problem() -> str | None:
     return None
 
 
+def is_loopback(host: str) -> bool:
+    """``host`` (as ``--openai`` or ``--host`` gives it) reaches this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -192,20 +233,52 @@ def _stderr(line: str) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         _check(args)
+    except ValueError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
+    api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
+    if args.openai_bind is not None and api_key is None and not is_loopback(args.openai_bind[0]):
+        # Said once the command line is read, before anything is loaded (a large model
+        # takes minutes), not after.
+        print(f"serve: warning: the OpenAI API on {args.openai} has no key: anyone who can "
+              f"reach it uses the model and every adapter; give --api-key or ${API_KEY_ENV}",
+              file=sys.stderr, flush=True)
+    try:
         template = read_template(args.prompt)
+        if args.listens:
+            _check_knowable(template, args)
     except (ValueError, PromptError) as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
-    problem = _extra_problem()
+    problem = extra_problem()
     if problem:
         print(f"serve: {problem}", file=sys.stderr)
         return 2
+    log_file = None
+    if args.log_requests is not None:
+        try:  # line-buffered: each request's line is in the file once it is answered
+            log_file = open(args.log_requests, "a", encoding="utf-8", buffering=1)
+        except OSError as exc:
+            print(f"serve: --log-requests {args.log_requests}: cannot open it: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 2
+    try:
+        return _serve(args, template, api_key, None if log_file is None else (
+            lambda line: log_file.write(line + "\n")))
+    finally:
+        if log_file is not None:
+            log_file.close()
+
+
+def _serve(args: argparse.Namespace, template: str, api_key: str | None,
+           request_log: Callable[[str], object] | None) -> int:
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
     from orchestrator.serve.hf.generation import BatchRunner
     from orchestrator.serve.hf.loading import LoadError, load
+    from orchestrator.serve.hf.openai_app import ServedModel
     from orchestrator.serve.hf.server import (
         Listen,
         ListenError,
@@ -213,7 +286,6 @@ def run(args: argparse.Namespace) -> int:
         serve_vlm,
         startup_lines,
     )
-    from orchestrator.serve.openai_app import ServedModel
 
     try:
         loaded = load(args.model, args.adapters, args.device, args.dtype)
@@ -223,9 +295,11 @@ def run(args: argparse.Namespace) -> int:
     mixing = args.batch_adapters == "mixed"
     options = ServeOptions(
         listens=[Listen(*listen) for listen in args.listens], template=template,
-        openai=args.openai_bind, max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+        openai=args.openai_bind, api_key=api_key, max_batch=args.max_batch,
+        max_wait_ms=args.max_wait_ms,
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, answer=args.answer,
-        komi=args.komi, constrain=args.constrain == "legal", log_requests=args.log_requests,
+        komi=args.komi, constrain=args.constrain == "legal",
+        request_log=request_log,
         summary_s=args.summary_s, idle_timeout=args.idle_timeout,
         frame_timeout=args.frame_timeout, max_connections=args.max_connections,
         partial_budget=int(args.partial_budget_mib * (1 << 20)),

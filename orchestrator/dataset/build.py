@@ -76,6 +76,7 @@ from orchestrator.files import (
     atomic_write,
     partial_dir,
     publish_dir,
+    relative_path,
     sha256_file,
 )
 from orchestrator.positions.samples import SIZE, GameRead, Positions
@@ -366,9 +367,11 @@ def _manifest(builder: _Builder, folder: Path, inputs: list[Path],
         "format": FORMAT,
         "go19_version": __version__,
         "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "inputs": [str(p) for p in inputs],
-        "sgf_root": Path(os.path.relpath(builder.root, folder.resolve())).as_posix(),
-        "provenance_manifest": str(provenance) if provenance is not None else None,
+        # Every path relative to the dataset folder: it moves with its inputs.
+        "inputs": [relative_path(p, folder) for p in inputs],
+        "sgf_root": relative_path(builder.root, folder),
+        "provenance_manifest": relative_path(provenance, folder)
+        if provenance is not None else None,
         "options": dataclasses.asdict(options),
         "pass_move": to_index(PASS, SIZE),
         "fields": {name: {"dtype": dtype.name, "shape": list(shape)} for name, (
@@ -434,6 +437,9 @@ def build(
                              "seconds": round(time.monotonic() - started, 3)}
         if join is not None:
             manifest["labels"] = join.summary()
+            if isinstance(manifest["labels"].get("folder"), str):
+                manifest["labels"]["folder"] = relative_path(manifest["labels"]["folder"],
+                                                             partial)
         atomic_write(partial / MANIFEST,
                      (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode())
         publish_dir(partial, out)

@@ -22,6 +22,7 @@ import numpy as np
 from orchestrator import npz_shards
 from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.positions.samples import SIZE, Positions
+from orchestrator.recordings import is_run_dir
 
 MANIFEST = "manifest.json"
 GAMES = "games.jsonl"
@@ -264,8 +265,13 @@ def load_games(folder: str | os.PathLike[str]) -> list[GameTableRow]:
 
 def sgf_root(inputs: Sequence[Path]) -> Path:
     """The folder a dataset's SGF paths are relative to: the deepest one holding every
-    input (resolved; a file input counts by its folder)."""
-    folders = [str(p.resolve() if p.is_dir() else p.resolve().parent) for p in inputs]
+    input (resolved; a file input counts by its folder, a run folder of go19's, or a file
+    in one, by the folder holding it: a game's path always names its run, whether the
+    build was given the run or the recordings folder)."""
+    folders = []
+    for given in inputs:
+        folder = given.resolve() if given.is_dir() else given.resolve().parent
+        folders.append(str(folder.parent if is_run_dir(folder) else folder))
     return Path(os.path.commonpath(folders)) if folders else Path.cwd()
 
 

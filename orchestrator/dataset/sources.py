@@ -15,13 +15,13 @@ Relative paths are relative to the manifest's folder. Empty cells are unknown.
 from __future__ import annotations
 
 import csv
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.dataset.shards import DatasetError
 from orchestrator.recordings import VOID_DIR
+from orchestrator.untrusted import BadJson, read_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +149,8 @@ def _tsv_rows(path: Path, text: str) -> list[tuple[str, Provenance]]:
 
 def _json_rows(path: Path, text: str) -> list[tuple[str, Provenance]]:
     try:
-        table = json.loads(text)
-    except ValueError as exc:
+        table = read_json(text, None)  # a file the user names, read whole already
+    except BadJson as exc:
         raise DatasetError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(table, dict):
         raise DatasetError(f"{path}: expected an object mapping paths to "

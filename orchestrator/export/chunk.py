@@ -22,7 +22,8 @@ Formats:
 - ``jsonl``: ``data/train-NNNNN.jsonl``, one object per line, and the PNG files under
   ``images/NNNNN/`` (:data:`IMAGES_PER_FOLDER` per folder, by sample index).
 - ``dpo``: preference pairs of the chunk's costly moves (:mod:`.dpo`), parquet or jsonl
-  by trainer style.
+  by trainer style; the rejected answer is a move of the player's own policy unless
+  ``dpo_include_fallback`` (its SGF's ``GOXIXSRC`` says which moves were not).
 
 Files are written in place inside the export's partial folder; the whole folder is
 synced and renamed into place by :mod:`.export` once every chunk is done.
@@ -47,7 +48,7 @@ from orchestrator.dataset.shards import FIELDS, GameTableRow, read_shard
 from orchestrator.export import dpo
 from orchestrator.export.games import NO_LAST, GameContext, game_context
 from orchestrator.files import sha256_file
-from orchestrator.positions.samples import SIZE
+from orchestrator.positions.samples import POLICY, SIZE
 from orchestrator.prompt import fill, uses_board
 
 try:
@@ -85,6 +86,7 @@ class ExportTask:
     template: str
     min_loss: float  # dpo: pairs from moves that lost at least this many points
     dpo_style: str  # dpo: trl | llamafactory | swift
+    dpo_include_fallback: bool = False  # dpo: opening-book and fallback moves as rejected too
 
     @property
     def samples(self) -> int:
@@ -108,7 +110,8 @@ class ExportTask:
 
 @dataclass(frozen=True, slots=True)
 class ChunkResult:
-    """What one chunk wrote: its entry in the export manifest's shard list."""
+    """What one chunk wrote: its entry in the export manifest's shard list (:meth:`as_dict`),
+    and for ``dpo`` the counts the manifest adds up."""
 
     file: str
     samples: int
@@ -119,6 +122,14 @@ class ChunkResult:
     image_px: dict[str, int]  # samples per picture size
     image_px_from: dict[str, int]  # samples per where the size came from
     images_sha256: str | None = None  # jsonl: the sha256 of its PNG files' bytes in order
+    not_own: int = 0  # dpo: costly moves left out as not the player's own (manifest counts)
+    chosen_known: int = 0  # dpo: pairs with a chosen_loss (labels at more than one visit)
+
+    @property
+    def rows_read(self) -> int:
+        """The dataset samples the chunk went through (its pairs, for dpo, are fewer): what
+        the export's progress counts."""
+        return self.source_rows[1] - self.source_rows[0]
 
     def as_dict(self) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -167,6 +178,13 @@ class _Samples:
     def context(self, i: int) -> GameContext:
         return self.games[int(self.arrays["game"][i])]
 
+    def own_moves(self, rows: np.ndarray) -> np.ndarray:
+        """Whether each of ``rows`` is a move of the player's own policy (its SGF has no
+        opening or fallback mark on it)."""
+        a = self.arrays
+        return np.array([self.context(int(i)).origin[int(a["move_number"][i])] == POLICY
+                         for i in rows], bool)
+
     def picture(self, i: int) -> tuple[bytes, int, int]:
         """PNG bytes, size in pixels and the marked point (-1 none) of sample ``i``."""
         a = self.arrays
@@ -189,8 +207,9 @@ def export_chunk(task: ExportTask, progress: Callable[[int], None] | None = None
                  ) -> ChunkResult:
     """Write output shard ``task.shard``: rows ``task.rows`` of dataset shard
     ``task.entry`` (for ``dpo``, the pairs among them); return its manifest entry (file,
-    samples, bytes, sha256, counts). ``progress`` (in-process callers) hears the samples
-    written so far, every row group."""
+    samples, bytes, sha256, counts). ``progress`` (in-process callers) hears the chunk's
+    samples gone through so far, every row group (for ``dpo``, the candidates, the pairs'
+    rows among them: the count ends at the chunk's rows, not at its pairs)."""
     samples = _Samples(task)
     out = Path(task.out)
     (out / DATA).mkdir(parents=True, exist_ok=True)
@@ -199,8 +218,15 @@ def export_chunk(task: ExportTask, progress: Callable[[int], None] | None = None
     tick = progress or (lambda done: None)
     rows = np.arange(samples.n)
     images_sha256 = None
+    not_own = chosen_known = 0
     if task.format == "dpo":
         rows = dpo.pairs(samples.arrays, task.min_loss)
+        if not task.dpo_include_fallback:
+            own = samples.own_moves(rows)
+            not_own = len(rows) - int(np.count_nonzero(own))
+            rows = rows[own]
+        if "katago_loss" in samples.arrays:
+            chosen_known = int(np.count_nonzero(np.isfinite(samples.arrays["katago_loss"][rows])))
         if task.dpo_style == "trl":
             sizes = dpo.write_parquet(path, samples, rows, ROW_GROUP, tick)
         else:
@@ -219,6 +245,7 @@ def export_chunk(task: ExportTask, progress: Callable[[int], None] | None = None
         bytes=path.stat().st_size, sha256=sha256_file(path),
         source_shard=task.entry["file"], source_rows=task.rows,
         image_px=sizes, image_px_from=dict(px_from), images_sha256=images_sha256,
+        not_own=not_own, chosen_known=chosen_known,
     )
 
 

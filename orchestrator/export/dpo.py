@@ -2,12 +2,14 @@
 
 From a dataset built with ``--labels``, one pair per sample whose played move lost at least
 ``min_loss`` points (the join's ``played_loss``: the mover's score lead before the move
-minus after it, KaTrain's definition) and differs from KataGo's move: the prompt is the
+minus after it, KaTrain's definition) and differs from KataGo's move (:func:`pairs`), and,
+unless ``dpo_include_fallback``, was the player's own (the chunk checks its SGF's
+``GOXIXSRC``: an opening-book or fallback move is not the model's mistake): the prompt is the
 SFT export's (the same picture and text), **chosen** is KataGo's move, **rejected** the
 played one, spelled as ``--answer`` says. Each pair carries both losses: ``rejected_loss``
 (measured) and ``chosen_loss`` (KataGo's value of its own move against the position's, from
 labels made with ``--review`` and ``--visits`` > 1; null otherwise, as KataGo searches no
-move at one visit).
+move at one visit: unknown, not 0, and the export's summary says so).
 
 One ``--dpo-style`` per export, the layout its trainer documents:
 
@@ -110,7 +112,7 @@ def write_jsonl(path: Path, out: Path, samples: Any, rows: np.ndarray, first: in
     pngs = hashlib.sha256()
     sizes: Counter = Counter()
     with open(path, "wb") as fh:
-        for k, i in enumerate(rows):
+        for i in rows:
             png, px, _ = samples.picture(int(i))
             name = image_file(first + int(i))
             (out / name).parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +121,7 @@ def write_jsonl(path: Path, out: Path, samples: Any, rows: np.ndarray, first: in
             sizes[px] += 1
             record = _jsonl_record(style, _pair(samples, int(i)), name)
             fh.write(json.dumps(record, ensure_ascii=False).encode() + b"\n")
-            tick(k + 1)
+            tick(int(i) + 1)  # the candidates gone through, as the export's total counts
         fh.flush()  # the export syncs its whole folder once before publishing it
     return _sizes(sizes), pngs.hexdigest()
 
@@ -175,7 +177,7 @@ def write_parquet(path: Path, samples: Any, rows: np.ndarray, row_group: int,
                 for name, value in pair["meta"].items():
                     batch[name].append(value)
             writer.write_table(pa.Table.from_pydict(batch, schema=schema))
-            tick(min(lo + row_group, len(rows)))
+            tick(int(rows[min(lo + row_group, len(rows)) - 1]) + 1)  # candidates gone through
         writer.close()
         fh.flush()  # the export syncs its whole folder once before publishing it
     return _sizes(sizes)

@@ -5,6 +5,8 @@ and its line of the game table.
   (``players/go19.py`` renders ``game.moves[-1]`` unless it was a pass), so the picture
   of move ``n`` marks move ``n - 1`` of the SGF's main line;
 - the **komi** (the prompt may show it);
+- **where each move came from** (``GOXIXSRC``): the player's own policy, the opening book
+  or a fallback, so that a DPO pair's rejected answer is the model's own move;
 - **how each side's pictures were drawn** (:class:`~orchestrator.render.RenderSettings`):
   what the game's record says its player saw (``render`` in the player metadata,
   ``GOXIXB``/``GOXIXW``, which the game table keeps), so an SGF moved anywhere keeps it.
@@ -30,6 +32,7 @@ from pydantic import ValidationError
 from orchestrator.coords import PASS
 from orchestrator.dataset.shards import DatasetError, GameTableRow
 from orchestrator.files import read_sgf_file
+from orchestrator.positions.samples import POLICY, origin_of
 from orchestrator.recordings import PlayerMeta, read_run_file
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderSettings
 from orchestrator.sgf import SgfError, Unreadable
@@ -43,6 +46,7 @@ SettingsFrom = Literal["record", "run", "option", "default"]
 class GameContext:
     komi: float
     last: np.ndarray  # int16 (moves + 1,): at n, the point to mark before move n; NO_LAST
+    origin: np.ndarray  # uint8 (moves + 1,): at n, where move n came from (samples.POLICY …)
     render: tuple[RenderSettings, RenderSettings]  # (black's, white's)
     px_from: tuple[SettingsFrom, SettingsFrom]
     sgf: str
@@ -125,8 +129,9 @@ def game_context(row: GameTableRow, image_px: int | None) -> GameContext:
     if game is None:
         raise DatasetError(f"{path}: has no game {row.game_index}")
     renders, origins = _render(row, path, image_px)
+    origin = np.array([POLICY, *(origin_of(move.source) for move in game.moves)], np.uint8)
     return GameContext(
-        komi=game.komi, last=_last_moves([move.point for move in game.moves]),
+        komi=game.komi, last=_last_moves([move.point for move in game.moves]), origin=origin,
         render=(renders[0], renders[1]), px_from=(origins[0], origins[1]), sgf=row.path,
         source=row.source, run=row.run,
     )

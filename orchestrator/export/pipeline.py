@@ -48,7 +48,7 @@ from orchestrator.export.chunk import (
     export_chunk,
     pq,
 )
-from orchestrator.files import atomic_write, partial_dir, publish_dir
+from orchestrator.files import atomic_write, partial_dir, publish_dir, relative_path
 from orchestrator.prompt import PromptError, check_template, default_template
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderError, point_center
 from orchestrator.workers import pool as worker_pool
@@ -73,6 +73,9 @@ class ExportOptions:
     shard_size: int = DEFAULT_SHARD_SIZE
     min_loss: float = dpo.DEFAULT_MIN_LOSS  # dpo: the played move lost at least this
     dpo_style: str = "trl"  # dpo: the trainer's layout, one of dpo.STYLES
+    # dpo: also opening-book and fallback moves as the rejected answer (off: only the
+    # player's own moves, the model's mistakes; a fallback is the heuristic AI's move)
+    dpo_include_fallback: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -99,8 +102,9 @@ class ExportOptions:
             raise DatasetError(str(exc)) from None
         if pq is None and (self.format == "parquet" or self.format == "dpo"
                            and self.dpo_style == "trl"):
-            raise DatasetError("parquet export needs pyarrow: pip install 'go19[export]' "
-                               "(or use --format jsonl, or --dpo-style llamafactory/swift)")
+            raise DatasetError("parquet export needs pyarrow: .venv/bin/pip install -e "
+                               "'.[export]' (or use --format jsonl, or --dpo-style "
+                               "llamafactory/swift)")
 
 
 def _check_out(out: Path, force: bool) -> None:
@@ -151,6 +155,7 @@ def plan(folder: Path, out: Path, options: ExportOptions) -> tuple[dict, list[Ex
             rows=(lo, hi), games=rows, shard=shard, first=first, out=str(out.resolve()),
             format=options.format, image_px=options.image_px, answer=options.answer,
             template=options.template, min_loss=options.min_loss, dpo_style=options.dpo_style,
+            dpo_include_fallback=options.dpo_include_fallback,
         ))
         first += hi - lo
     return manifest, tasks
@@ -164,18 +169,19 @@ def _counting_from(before: int, done: Callable[[int], None]) -> Callable[[int], 
 def run_tasks(tasks: list[ExportTask], workers: int,
               done: Callable[[int], None] = lambda n: None) -> Iterator[ChunkResult]:
     """:func:`export_chunk` over ``tasks``, results in task order; ``done`` hears the
-    samples written so far (per row group in one process, per chunk with a pool)."""
+    dataset samples gone through so far (per row group in one process, per chunk with a
+    pool), which end at the tasks' total also for ``dpo``, whose pairs are fewer."""
     written = 0
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
             result = export_chunk(task, _counting_from(written, done))
-            written += result.samples
+            written += result.rows_read
             done(written)
             yield result
         return
     with worker_pool(min(workers, len(tasks))) as pool:
         for result in pool.imap(export_chunk, tasks):
-            written += result.samples
+            written += result.rows_read
             done(written)
             yield result
 
@@ -231,11 +237,14 @@ def export(
         shards = []
         sizes: Counter = Counter()
         px_from: Counter = Counter()
+        not_own = chosen_known = 0
         report = (lambda n: progress(n, total)) if progress is not None else (lambda n: None)
         for result in (runner or run_tasks)(tasks, workers, report):
             shards.append(result.as_dict())
             sizes.update({int(k): n for k, n in result.image_px.items()})
             px_from.update(result.image_px_from)
+            not_own += result.not_own
+            chosen_known += result.chosen_known
         games = len({g for t in tasks for g in t.games})
         counts: dict[str, object] = {
             "samples": sum(entry["samples"] for entry in shards), "shards": len(shards),
@@ -243,16 +252,21 @@ def export(
             "image_px_from": dict(sorted(px_from.items()))}
         if options.format == "dpo":
             counts["candidates"] = total  # the samples the pairs were drawn from
+            counts["not_own"] = not_own  # costly, but opening-book or fallback moves
+            counts["chosen_loss"] = chosen_known  # pairs whose chosen_loss is known
         record = {
             "format": FORMAT, "go19_version": __version__,
             "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "source": {
-                "dataset": str(folder.resolve()), "manifest_sha256": manifest_sha,
+                # Relative to the export folder, as every path an export writes.
+                "dataset": relative_path(folder, out), "manifest_sha256": manifest_sha,
                 "games_sha256": manifest["games"]["sha256"],
                 "shards": [{"file": e["file"], "sha256": e["sha256"]} for e in manifest["shards"]],
             },
             "options": {name: value for name, value in asdict(options).items()
-                        if name != "template"} | {"workers": workers},
+                        if name != "template"} | {"workers": workers, "prompt_file": (
+                            None if options.prompt_file is None
+                            else relative_path(options.prompt_file, out))},
             "template": options.template,
             "image": {"renderer": "orchestrator.render.render_png", "last_move": "marked",
                       "default_image_px": DEFAULT_IMAGE_PX},

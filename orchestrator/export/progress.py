@@ -23,18 +23,19 @@ LINE_EVERY_S = 5.0
 class ExportProgress:
     """Use as a context manager around the export; call with (samples done, total)."""
 
-    def __init__(self, stream: TextIO = sys.stderr, every: float = LINE_EVERY_S) -> None:
-        self.stream = stream
+    def __init__(self, stream: TextIO | None = None, every: float = LINE_EVERY_S) -> None:
+        self.stream = stream or sys.stderr  # looked up now: a redirected stderr counts
         self.every = every
         self._started = time.monotonic()
         self._last_line = -float("inf")
+        self._shown = -1  # the count of the last line printed
         self._bar: Progress | None = None
-        if stream.isatty():
+        if self.stream.isatty():
             # No auto refresh: rich would start a thread; each update refreshes instead.
             self._bar = Progress(
                 TextColumn("[bold]export"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("samples"), TaskProgressColumn(), TimeRemainingColumn(),
-                console=Console(file=stream), auto_refresh=False,
+                console=Console(file=self.stream), auto_refresh=False,
             )
             self._task = self._bar.add_task("export", total=None)
 
@@ -52,8 +53,8 @@ class ExportProgress:
             self._bar.update(self._task, completed=done, total=total, refresh=True)
             return
         now = time.monotonic()
-        if now - self._last_line >= self.every or done == total:
-            self._last_line = now
+        if done != self._shown and (now - self._last_line >= self.every or done == total):
+            self._last_line, self._shown = now, done
             rate = done / max(now - self._started, 1e-9)
             print(f"export: {done}/{total} samples ({100 * done / max(total, 1):.0f} %), "
                   f"{rate:.0f} samples/s", file=self.stream, flush=True)

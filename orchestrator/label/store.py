@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator import __version__, npz_shards
-from orchestrator.files import atomic_write
+from orchestrator.files import atomic_write, relative_path
 from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.label.games import LabelGame, game_ident
 from orchestrator.positions.samples import AREA
@@ -132,7 +132,9 @@ class LabelWriter:
                                             bool(settings.get("review"))).items()},
                 "counts": {}, "runs": [], "games": [], "shards": [],
             }
-        manifest["inputs"] = sorted({*manifest["inputs"], *map(str, inputs)})
+        # Paths relative to the label folder (older folders: as given, kept as they are).
+        manifest["inputs"] = sorted({*manifest["inputs"],
+                                     *(relative_path(p, folder) for p in inputs)})
         writer = cls(folder, manifest, shard_positions=shard_positions,
                      flush_seconds=flush_seconds)
         writer.flush()  # the folder is a label folder from now on, even if the run dies
@@ -164,15 +166,29 @@ class LabelWriter:
         if previous is not None and previous.get("model_names") != engine.get("model_names"):
             raise LabelError(f"{self.folder}: labelled with model {previous['model_names']}, "
                              f"not {engine['model_names']}; resume with the same model")
-        self.manifest["engine"] = dict(engine)
+        self.manifest["engine"] = self._portable(engine)
+
+    def _portable(self, engine: Mapping[str, Any]) -> dict[str, Any]:
+        """The engine's files relative to the label folder: no path of the machine's own
+        in the manifest (KataGo names a net by the path it was given)."""
+        out = dict(engine)
+        for key in ("binary", "model", "config"):
+            if isinstance(out.get(key), str):
+                out[key] = relative_path(out[key], self.folder)
+        out["models"] = [
+            {**m, "name": relative_path(m["name"], self.folder)}
+            if isinstance(m, dict) and isinstance(m.get("name"), str) and Path(m["name"]).exists()
+            else m for m in out.get("models") or ()]
+        return out
 
     def add_run(self, run: Mapping[str, Any]) -> None:
         self.manifest["runs"].append(dict(run))
 
     def _entry(self, game: LabelGame, status: str, reason: str | None, detail: str | None,
                warnings: Iterable[str], positions: int) -> dict[str, Any]:
-        entry: dict[str, Any] = {"ident": game.ident, "path": game.path,
-                                 "game_index": game.game_index,
+        path = relative_path(game.path, self.folder)  # as the manifest's other paths
+        entry: dict[str, Any] = {"ident": game_ident(game.sha1, game.game_index, path),
+                                 "path": path, "game_index": game.game_index,
                  "sha1": game.sha1, "status": status, "reason": reason, "detail": detail,
                  "moves": game.moves, "positions": positions, "shard": None}
         warnings = sorted(set(warnings))

@@ -6,18 +6,22 @@ backoff, down after 6 consecutive failures, a background probe while down); what
 is what a failure and a probe are. A failure is a request that could not connect (the
 pool then tries the next replica at once, as GO19 does after a failed connect): that is
 how a server that died or restarts shows. A connection reset or closed mid-request is
-that request's ``connection`` fault but not the replica's failure, as when a pooled GO19
-connection breaks: over keep-alive HTTP nothing tells a fresh connection from a pooled
-one, and one stray reset must not hold every request back for a backoff. Any HTTP reply,
-even a 500, says the server is there (``error`` is the request's fault). Timeouts are the
-caller's and count only at the request's deadline, as GO19's. The probe of a down replica
-is ``GET /v1/models``, and it succeeds only when the player's model is listed, so a
-server that came back without the adapter stays out of the rotation.
+that request's ``connection`` fault but not the replica's failure: one stray reset must
+not hold every request back for a backoff. Any HTTP reply, even a 500, says the server is
+there (``error`` is the request's fault). Timeouts are the caller's and count only at the
+request's deadline, as GO19's. The probe of a down replica is ``GET /v1/models``, and it
+succeeds only when the player's model is listed, so a server that came back without the
+adapter stays out of the rotation.
 
-One :class:`~orchestrator.players.openai_http.HttpClient` serves every replica, keeping as
-many connections alive per replica as it has slots (the limiter bounds the requests in
-flight, so none waits for a connection); the API key, when given, travels in the requests'
-headers and nowhere else.
+A server that answers HTTP 429 (or 503 with ``Retry-After``) asks for a pause: the replica
+is ``throttled`` for the time it says (1.5 s when it says none, at most 60 s), no request
+is sent there meanwhile, and the request it refused goes at once to another replica that
+is ready; with none ready it waits out the pause within its own deadline and is asked once
+more there (the same question: requests are seeded), a second refusal being its ``error``.
+
+One :class:`~orchestrator.players.openai_http.HttpClient` serves every replica, a
+connection per request (openai_http says why); the API key, when given, travels in the
+requests' headers and nowhere else.
 """
 
 from __future__ import annotations
@@ -36,13 +40,21 @@ from orchestrator.players.openai_http import (
     Headers,
     HttpClient,
     Target,
+    Throttled,
+    Transport,
     exchange,
     fetch_models,
     model_missing,
     request_headers,
 )
 from orchestrator.players.openai_wire import BadCompletion, Completion, read_completion
-from orchestrator.players.replica import ReplicaHealth, ReplicaHost, ReplicaPolicy, Unreachable
+from orchestrator.players.replica import (
+    ReplicaHealth,
+    ReplicaHost,
+    ReplicaPolicy,
+    Skipped,
+    Unreachable,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +69,9 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class HttpLink:
-    """What the HTTP replicas of one endpoint share: the client (its keep-alive
-    connections), the headers (the API key), the connect timeout, the bound on a reply,
-    and the model a probe looks for."""
+    """What the HTTP replicas of one endpoint share: the client (its transport), the
+    headers (the API key), the connect timeout, the bound on a reply, and the model a
+    probe looks for."""
 
     client: HttpClient
     headers: Headers = field(repr=False)  # the API key: in no repr
@@ -81,11 +93,24 @@ class HttpReplica(ReplicaHealth):
     async def complete(self, body: bytes) -> Reply:
         self.requests += 1
         deadline = trio.current_effective_deadline()
-        try:
-            await self.wait_turn()
-        except trio.Cancelled:
-            self.cancelled(deadline)  # the deadline may come while it is backing off
-            raise
+        for last in (False, True):
+            try:
+                await self.wait_turn()
+            except trio.Cancelled:
+                self.cancelled(deadline)  # the deadline may come while it is waiting
+                raise
+            try:
+                return await self._attempt(body, deadline)
+            except Throttled as exc:
+                self.throttled(self.policy.backoff_step if exc.wait_s is None else exc.wait_s,
+                               self.reason(exc))
+                if last:
+                    raise
+                if self.host.others_ready(self):
+                    raise Skipped(str(exc)) from exc  # the pool asks another replica now
+        raise AssertionError("unreachable")
+
+    async def _attempt(self, body: bytes, deadline: float) -> Reply:
         attempt_round = self.round
         link = self.link
         start = trio.current_time()
@@ -111,6 +136,8 @@ class HttpReplica(ReplicaHealth):
         except PlayerError as exc:
             self.errors += 1
             self.last_error = self.reason(exc)
+            if isinstance(exc, Throttled):
+                raise
             if not isinstance(exc, ConnectionFailed) and attempt_round == self.round:
                 self.answered()  # the server is there; the reply was the request's fault
             raise
@@ -150,6 +177,7 @@ class OpenAIEndpoint(ReplicaPool[HttpReplica]):
         slots_per_replica: int = 1,
         connect_timeout: float = 5.0,
         max_reply_bytes: int = MAX_REPLY_BYTES,
+        transport: Transport | None = None,
         max_failures: int = 6,
         backoff_step: float = 1.5,
         backoff_cap: float = 15.0,
@@ -167,9 +195,8 @@ class OpenAIEndpoint(ReplicaPool[HttpReplica]):
         super().__init__(policy, slots_per_replica=slots_per_replica, on_event=on_event,
                          nursery=nursery, name=name)
         self.model = model
-        # Every slot a connection of its own, and one more per replica for its probe.
         self.link = HttpLink(
-            client=HttpClient(keep=slots_per_replica + 1), headers=request_headers(api_key),
+            client=HttpClient(transport), headers=request_headers(api_key),
             model=model, connect_timeout=connect_timeout, max_reply_bytes=max_reply_bytes,
         )
         self.adopt([HttpReplica(self, url, policy, self.link) for url in base_urls])
@@ -183,7 +210,3 @@ class OpenAIEndpoint(ReplicaPool[HttpReplica]):
         down.
         """
         return await self.on_replica(lambda replica: replica.complete(body))
-
-    async def aclose(self) -> None:
-        await super().aclose()
-        await self.link.client.aclose()

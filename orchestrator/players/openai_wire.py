@@ -31,7 +31,9 @@ from functools import cache
 from orchestrator.coords import MOVE_TEXTS, PASS, move_to_text
 from orchestrator.prompt import fill, uses_board
 from orchestrator.render import RenderSettings
+from orchestrator.rules.board import Board
 from orchestrator.rules.game import Game
+from orchestrator.untrusted import BadJson, read_json
 
 CONSTRAINTS = ("none", "choice", "regex")
 KEEP_REPLY = ("none", "fallbacks", "all")  # which moves' raw replies the record keeps
@@ -92,10 +94,13 @@ def _spellings(size: int, spelling: str) -> tuple[tuple[str, ...], str]:
             move_to_text(PASS, size, spelling))
 
 
-def legal_texts(game: Game, spelling: str) -> list[str]:
-    """The side to move's legal moves (positional superko excluded) and ``pass``, spelt."""
-    points, passing = _spellings(game.size, spelling)
-    return [points[point] for point in game.board.legal_moves(game.to_play)] + [passing]
+def legal_texts(board: Board, color: int, spelling: str) -> list[str]:
+    """``color``'s legal moves on ``board`` and ``pass``, spelt: the one spelling of the
+    legal moves, for the OpenAI player's ``constrain`` (a game's board: positional superko
+    excluded) and the VLM server's ``--constrain legal`` (a GO19 request's board, which has
+    no history)."""
+    points, passing = _spellings(board.size, spelling)
+    return [points[point] for point in board.legal_moves(color)] + [passing]
 
 
 def moves_regex(texts: Sequence[str]) -> str:
@@ -121,9 +126,10 @@ def chat_request(settings: AskSettings, game: Game, png: bytes, seed: int) -> by
         "seed": seed,
     }
     if settings.constrain == "choice":
-        body["structured_outputs"] = {"choice": legal_texts(game, settings.answer)}
+        body["structured_outputs"] = {"choice": legal_texts(game.board, game.to_play,
+                                                            settings.answer)}
     elif settings.constrain == "regex":
-        body["regex"] = moves_regex(legal_texts(game, settings.answer))
+        body["regex"] = moves_regex(legal_texts(game.board, game.to_play, settings.answer))
     # The picture's base64 needs no escaping: joined in as bytes rather than scanned by
     # the JSON encoder (which made this function six times slower).
     head, tail = json.dumps(body, ensure_ascii=False, separators=(",", ":")).split(_IMAGE_FIELD)
@@ -133,20 +139,22 @@ def chat_request(settings: AskSettings, game: Game, png: bytes, seed: int) -> by
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """What a chat completion says: its text, its reasoning text and its token counts."""
+    """What a chat completion says: its text, its token counts, why it ended and its
+    reasoning text. The player reads one from a reply (a server may leave any of it out);
+    the VLM server's batch makes one per request and always knows all but the reasoning."""
 
     text: str | None
-    reasoning: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
-    finish_reason: str | None
+    finish_reason: str | None  # "stop" (end of answer), "length" (max_tokens reached) ...
+    reasoning: str | None = None
 
 
 def _object(body: bytes) -> dict:
     try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, ValueError):
-        raise BadCompletion(f"not JSON: {_excerpt(body)}") from None
+        value = read_json(body, None)  # the HTTP reader bounds its bytes
+    except BadJson as exc:
+        raise BadCompletion(f"not JSON ({exc}): {_excerpt(body)}") from None
     if not isinstance(value, dict):
         raise BadCompletion(f"not a JSON object: {_excerpt(body)}")
     return value
@@ -170,10 +178,13 @@ def read_completion(body: bytes) -> Completion:
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise BadCompletion(f"no message in the reply's first choice: {_excerpt(body)}")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise BadCompletion(f"the reply's content is not a string: {_excerpt(body)}")
     usage = reply.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     return Completion(
-        text=_text(message.get("content")),
+        text=content,
         reasoning=_text(message.get("reasoning_content")) or _text(message.get("reasoning")),
         prompt_tokens=_count(usage.get("prompt_tokens")),
         completion_tokens=_count(usage.get("completion_tokens")),
@@ -194,8 +205,8 @@ def error_message(body: bytes) -> str:
     """The server's own words in an error body: vLLM's ``{"error": {"message"}}``, its
     older flat ``{"message"}``, Starlette's ``{"detail"}``, else the body itself."""
     try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, ValueError):
+        value = read_json(body, None)
+    except BadJson:
         value = None
     if isinstance(value, dict):
         nested = value.get("error")

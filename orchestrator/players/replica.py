@@ -61,6 +61,9 @@ class ReplicaHost(Protocol):
         ...
 
 
+WAITING = ("backoff", "throttled")  # the states in which a replica waits for retry_at
+
+
 class Unreachable(ConnectionFailed):
     """This replica could not be connected to (now in backoff, or down): try another."""
 
@@ -74,8 +77,9 @@ class ReplicaStats:
     """A snapshot of one replica for a dashboard; times are ``trio.current_time()``."""
 
     address: str
-    status: str  # idle (no connection yet) | ok | connecting | backoff | down
-    retry_at: float | None  # in backoff: the next connect attempt; down: the next probe
+    status: str  # idle (no connection yet) | ok | connecting | backoff | throttled | down
+    retry_at: float | None  # in backoff: the next connect attempt; throttled: the end of
+    # the wait the server asked for; down: the next probe
     in_flight: int
     idle_connections: int
     requests: int
@@ -129,8 +133,9 @@ class ReplicaHealth(ABC):
         return self.status == "down"
 
     def waiting(self, now: float) -> bool:
-        """Waiting out a backoff: no attempt before ``retry_at``."""
-        return self.status == "backoff" and now < self.retry_at
+        """Waiting out a backoff or a server's ``Retry-After``: no attempt before
+        ``retry_at``."""
+        return self.status in WAITING and now < self.retry_at
 
     def idle_connections(self) -> int:
         return 0
@@ -139,7 +144,7 @@ class ReplicaHealth(ABC):
         return ReplicaStats(
             address=self.where,
             status=self.status,
-            retry_at=self.retry_at if self.status in ("backoff", "down") else None,
+            retry_at=self.retry_at if self.status in (*WAITING, "down") else None,
             in_flight=self.in_flight,
             idle_connections=self.idle_connections(),
             requests=self.requests,
@@ -165,11 +170,12 @@ class ReplicaHealth(ABC):
         # A failure elsewhere (a new connection that broke) may move the backoff or take
         # the replica down while this waits: look again after every wait.
         while not self.down and trio.current_time() < self.retry_at:
-            self.status = "backoff"
+            if self.status != "throttled":
+                self.status = "backoff"
             if self.host.others_ready(self):
                 # Picked while it looked fine, but a concurrent attempt just failed:
                 # waiting here would spend the caller's deadline for nothing.
-                raise Skipped(f"{self.where}: in backoff ({self.last_error})")
+                raise Skipped(f"{self.where}: in {self.status} ({self.last_error})")
             await trio.sleep_until(self.retry_at)
         if self.down:
             raise Unreachable(f"{self.where}: down ({self.last_error})")
@@ -182,6 +188,20 @@ class ReplicaHealth(ABC):
         if failures:
             self.host.replica_changed(self, ReplicaChanged(self.where, "ok", failures=failures))
 
+    def throttled(self, wait_s: float, error: str) -> None:
+        """The server asked for no requests for ``wait_s`` seconds (HTTP 429/503 with
+        ``Retry-After``): none is sent before then, unless no other replica is ready and
+        the caller's deadline allows the wait. Not a failure: the server is there, and
+        busy; it never makes the replica down."""
+        until = trio.current_time() + wait_s
+        if self.down or (self.status == "throttled" and until <= self.retry_at):
+            return
+        self.retry_at = max(self.retry_at, until)
+        self.status = "throttled"
+        self.round += 1  # a reply to a request sent before this one does not end the wait
+        self.host.replica_changed(self, ReplicaChanged(self.where, "throttled",
+                                                       retry_in=wait_s, error=error))
+
     def reason(self, exc: BaseException) -> str:
         """A player error's text without this replica's address in front."""
         return str(exc).removeprefix(f"{self.where}: ")
@@ -192,7 +212,7 @@ class ReplicaHealth(ABC):
         if self.down:
             return
         if attempt_round != self.round:
-            if trio.current_time() < self.retry_at:
+            if trio.current_time() < self.retry_at and self.status != "throttled":
                 self.status = "backoff"  # its connect had said "ok"; the round's failure holds
             return
         self.round += 1

@@ -14,7 +14,6 @@ groups' liberties before the move, and builds the arrays once per game.
 
 from __future__ import annotations
 
-import json
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +34,12 @@ from orchestrator.sgf import (
     RUN_PROP,
     VOID_PROP,
     WHITE_PLAYER_PROP,
+    NotNineteen,
     SgfError,
     SgfGame,
 )
 from orchestrator.sgf.grammar import Node, main_lines
+from orchestrator.untrusted import BadJson, read_json
 
 SIZE = 19
 AREA = SIZE * SIZE
@@ -184,8 +185,8 @@ def _metadata(raw: str | None) -> object:
     if raw is None:
         return None
     try:
-        return json.loads(raw)
-    except ValueError:
+        return read_json(raw, None)  # bounded by the SGF file's own bound
+    except BadJson:
         return raw
 
 
@@ -241,3 +242,14 @@ def read_files(paths: list[str], max_bytes: int | None = MAX_SGF_BYTES
                ) -> list[list[GameRead]]:
     """:func:`read_file` over a batch: one call per worker task."""
     return [read_file(path, max_bytes) for path in paths]
+
+
+def read_game(path: str | Path, game: SgfGame) -> GameRead:
+    """One game already read from ``path`` (by :func:`orchestrator.files.read_sgf_file`),
+    replayed as :func:`read_file` replays it; a game not on a 19x19 board is rejected as
+    :func:`read_file` rejects its file."""
+    if game.size != SIZE:
+        exc = NotNineteen(f"board is {game.size}x{game.size}, not {SIZE}x{SIZE}", str(path))
+        return GameRead(path=str(path), game_index=game.game_index, sha1=game.sha1,
+                        status="rejected", reason=exc.reason, detail=exc.detail)
+    return _game_read(str(path), game)

@@ -5,10 +5,12 @@ model is asked exactly what it was trained on."""
 from orchestrator.prompt.answer import read_move, unparsed_detail
 from orchestrator.prompt.template import (
     ANSWER_FORMATS,
+    GO19_FIELDS,
     PLACEHOLDERS,
     PromptError,
     check_template,
     default_template,
+    fields,
     fill,
     read_template,
     text_board,
@@ -16,6 +18,7 @@ from orchestrator.prompt.template import (
 )
 
 __all__ = [
-    "ANSWER_FORMATS", "PLACEHOLDERS", "PromptError", "check_template", "default_template",
-    "fill", "read_move", "read_template", "text_board", "unparsed_detail", "uses_board",
+    "ANSWER_FORMATS", "GO19_FIELDS", "PLACEHOLDERS", "PromptError", "check_template",
+    "default_template", "fields", "fill", "read_move", "read_template", "text_board",
+    "unparsed_detail", "uses_board",
 ]

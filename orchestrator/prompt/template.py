@@ -18,6 +18,13 @@ literal brace is written ``{{`` or ``}}``). The names, documented in docs/format
 
 A template is checked once, before any sample: an unknown name, a positional ``{}`` or
 a bad brace is one line naming the template's file.
+
+Every path that asks a model fills the same template with the same facts, so the text is
+the export's byte for byte; but not every path knows every fact. The export and the
+OpenAI player know the game (its move number, its komi); a GO19 request carries only the
+board and the side to move (:data:`GO19_FIELDS`), so a server answering GO19 refuses at
+start a template that shows anything else, unless it is told the fact (``--komi``). The
+shipped template uses only what every path knows.
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ ANSWER_FORMATS = {
     "sgf": 'SGF letters such as pd (column, then row, from the top left), or "pass"',
     "rowcol": 'row,col such as 3,15 (0-based, row 0 at the top), or "pass"',
 }
+# What a GO19 request tells (the board and the side to move), hence every path.
+GO19_FIELDS = frozenset({"side", "side_lower", "side_letter", "opponent", "board_size",
+                         "board", "answer_format"})
 _SIDES = {1: ("Black", "B"), 2: ("White", "W")}
 _STONE_CHARS = np.frombuffer(b".XO", np.uint8)
 
@@ -83,8 +93,14 @@ def check_template(text: str, where: str) -> None:
         raise PromptError(f"{where}: the prompt template is empty")
 
 
+def fields(text: str) -> list[str]:
+    """The placeholders a (checked) template shows, each once, in order."""
+    return list(dict.fromkeys(
+        name for _, name, _, _ in string.Formatter().parse(text) if name is not None))
+
+
 def uses_board(text: str) -> bool:
-    return any(name == "board" for _, name, _, _ in string.Formatter().parse(text))
+    return "board" in fields(text)
 
 
 def text_board(board: np.ndarray) -> str:
@@ -100,13 +116,24 @@ def text_board(board: np.ndarray) -> str:
     return "\n".join(lines)
 
 
-def fill(template: str, to_play: int, move_number: int, komi: float, answer: str,
-         board: np.ndarray | None = None) -> str:
-    """The template for one sample (``board`` only needed when the template shows it)."""
+def fill(template: str, to_play: int, move_number: int | None, komi: float | None,
+         answer: str, board: np.ndarray | None = None) -> str:
+    """The template for one sample (``board`` only needed when the template shows it; the
+    move number and the komi only when it shows them: a path that cannot know them
+    refuses such a template at start, and a PromptError names one still missing)."""
     word, letter = _SIDES[to_play]
-    return template.format(
+    values: dict[str, object] = dict(
         side=word, side_lower=word.lower(), side_letter=letter,
-        opponent=_SIDES[3 - to_play][0], move_number=move_number, komi=f"{komi:g}",
-        board_size=SIZE, board="" if board is None else text_board(board),
+        opponent=_SIDES[3 - to_play][0], board_size=SIZE,
+        board="" if board is None else text_board(board),
         answer_format=ANSWER_FORMATS[answer],
     )
+    if move_number is not None:
+        values["move_number"] = move_number
+    if komi is not None:
+        values["komi"] = f"{komi:g}"
+    try:
+        return template.format(**values)
+    except KeyError as exc:
+        raise PromptError(f"the prompt template shows {{{exc.args[0]}}}, which is not known "
+                          "here") from None

@@ -7,10 +7,15 @@ of the game (moves 1–50, 51–150, 151+, and all):
 - **mean point loss**: the mean of ``max(0, loss)`` — KaTrain's ``game_report``
   (katrain/core/ai.py) clips each loss at 0 before averaging, as a move cannot be better
   than KataGo's own;
-- **accuracy**: ``100 × 0.75 ** mean point loss``, KaTrain's formula (``game_report``'s
-  ``"accuracy": 100 * 0.75 ** wt_loss``) with every move weighted alike: KaTrain weights a
-  move by its position's complexity, which needs the search's candidate moves and their
-  values, and labels keep the root's value only;
+- **KaTrain accuracy** (``katrain_accuracy``): KaTrain's ``game_report``,
+  ``100 × 0.75 ** weighted point loss``, the weighted loss ``Σ w · loss / Σ w`` with each
+  move's weight ``w = max(0.05, min(1, max(complexity, loss / 4)))``. The complexity is the
+  prior-weighted loss of the search's candidate moves; KaTrain finds none with a prior at one
+  visit (its single candidate is the root), so it is 0 there, and the labels keep no
+  candidates at more visits either: ``w = max(0.05, min(1, loss / 4))``, KaTrain's number at
+  one visit. Over several games the sums run over all the player's counted moves;
+- **go19 accuracy** (``accuracy``): ``100 × 0.75 ** mean point loss``, the same formula with
+  every move weighted 1 (go19's own, kept for earlier reports; not KaTrain's number);
 - **top-1**: the share of moves that are KataGo's move; **top-5**: the share whose policy
   rank is 5 or better;
 - **blunders per 100 moves** at 3, 6 and 12 points lost (KaTrain's
@@ -27,7 +32,8 @@ same every time it is built.
 
 The percentiles are those of the *expanded percentile interval* (Hesterberg, "What teachers
 should know about the bootstrap", The American Statistician 69(4), 2015): with n games,
-``p = Φ(−√(n / (n − 1)) · t(n − 1))`` and ``1 − p``, t(n − 1) Student's 97.5 % point. The
+``p = Φ(−√(n / (n − 1)) · t(n − 1))`` and ``1 − p``, t(n − 1) Student's 97.5 % point (exact:
+:func:`t_quantile` inverts the closed-form distribution function for integer n − 1). The
 plain 2.5 / 97.5 percentiles are too narrow for few games (they miss both the n − 1 and
 Student's t of a mean's interval: at 5 games the expanded one is about 1.6 times as wide);
 the expanded ones tend to them as games grow (at 40 games, p = 2.0 %).
@@ -52,6 +58,9 @@ PHASES: tuple[tuple[str, int, int | None], ...] = (
     ("all", 1, None), ("1-50", 1, 50), ("51-150", 51, 150), ("151+", 151, None))
 BLUNDERS = (3.0, 6.0, 12.0)  # points lost; KaTrain's eval_thresholds 12, 6, 3
 ACCURACY_BASE = 0.75  # KaTrain: accuracy = 100 * 0.75 ** weighted point loss
+# KaTrain's weight of a move: max(KATRAIN_MIN_WEIGHT, min(1, max(complexity, loss / 4))).
+KATRAIN_MIN_WEIGHT = 0.05
+KATRAIN_LOSS_SCALE = 4.0
 TOP_N = 5
 RESAMPLES = 4000  # the expanded interval's tails are thin for few games: many draws
 SEED = 25
@@ -61,8 +70,10 @@ Z = 1.959963984540054  # the normal's 97.5 % point, for CONFIDENCE
 # all, and over a handful it is far too narrow (it cannot see the games not played).
 MIN_GAMES = 5
 # What Tally.sums holds per game and phase; every statistic is a ratio of two of them.
-COLUMNS = ("moves", "loss", "top1", "top5", *(f"blunders{t:g}" for t in BLUNDERS))
-STATISTICS = ("mean_loss", "accuracy", "top1", "top5", *(f"blunders{t:g}" for t in BLUNDERS))
+COLUMNS = ("moves", "loss", "top1", "top5", *(f"blunders{t:g}" for t in BLUNDERS),
+           "katrain_weight", "katrain_weighted_loss")
+STATISTICS = ("mean_loss", "accuracy", "katrain_accuracy", "top1", "top5",
+              *(f"blunders{t:g}" for t in BLUNDERS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +116,23 @@ def counted(moves: GameMoves, color: int) -> np.ndarray:
             & (moves.best >= 0))
 
 
+def katrain_weight(loss: np.ndarray, complexity: float = 0.0) -> np.ndarray:
+    """KaTrain ``game_report``'s weight of each move by its (clipped) point loss:
+    ``max(0.05, min(1, max(complexity, loss / 4)))``; the labels give complexity 0."""
+    return np.clip(np.maximum(complexity, loss / KATRAIN_LOSS_SCALE), KATRAIN_MIN_WEIGHT, 1.0)
+
+
 def _game_sums(moves: GameMoves, color: int) -> np.ndarray:
     mask = counted(moves, color)
     loss = np.maximum(moves.loss[mask], 0.0)
     rank = moves.rank[mask]
     number = moves.number[mask]
+    weight = katrain_weight(loss)
     columns = np.stack([
         np.ones_like(loss), loss, (moves.played[mask] == moves.best[mask]).astype(np.float64),
         ((rank >= 1) & (rank <= TOP_N)).astype(np.float64),
         *((loss >= t).astype(np.float64) for t in BLUNDERS),
+        weight, weight * loss,
     ], axis=1)
     out = np.zeros((len(PHASES), len(COLUMNS)))
     for p, (_, first, last) in enumerate(PHASES):
@@ -146,7 +165,9 @@ def statistics(sums: np.ndarray) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         moves = sums[..., 0]
         mean_loss = sums[..., 1] / moves
+        weighted_loss = sums[..., -1] / sums[..., -2]
         out = {"mean_loss": mean_loss, "accuracy": 100.0 * ACCURACY_BASE ** mean_loss,
+               "katrain_accuracy": 100.0 * ACCURACY_BASE ** weighted_loss,
                "top1": 100.0 * sums[..., 2] / moves, "top5": 100.0 * sums[..., 3] / moves}
         for k, t in enumerate(BLUNDERS):
             out[f"blunders{t:g}"] = 100.0 * sums[..., 4 + k] / moves
@@ -164,15 +185,55 @@ def resample_counts(games: int, resamples: int, seed: int | Sequence[int]) -> np
         resamples, games).astype(np.float64)
 
 
-def t_quantile(df: int) -> float:
-    """Student's t 97.5 % point for ``df`` degrees of freedom, by the Cornish–Fisher series
-    of Abramowitz & Stegun 26.7.5 (within 0.004 of the tables from df = 3 on, 0.0004 from
-    df = 4 = MIN_GAMES - 1 on)."""
-    z, v = Z, float(df)
-    return (z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
-            + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z)
-            / (92160 * v**4))
+def t_cdf(t: float, df: int) -> float:
+    """Student's t distribution function for integer ``df``, in closed form (Abramowitz &
+    Stegun 26.7.3 and 26.7.4: with θ = atan(t / √df), a finite series in cos θ)."""
+    theta = math.atan(t / math.sqrt(df))
+    c2, s = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2:  # odd: (2/π)(θ + sin θ cos θ (1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + …))
+        term = total = 1.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        inside = 2 / math.pi * (theta + (s * math.cos(theta) * total if df > 1 else 0.0))
+    else:  # even: sin θ (1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + …)
+        term = total = 1.0
+        for k in range(1, df // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        inside = s * total
+    return 0.5 * (1 + inside)
+
+
+def _t_density(t: float, df: int) -> float:
+    v = float(df)
+    return math.exp(math.lgamma((v + 1) / 2) - math.lgamma(v / 2) - 0.5 * math.log(v * math.pi)
+                    - (v + 1) / 2 * math.log1p(t * t / v))
+
+
+def t_quantile(df: int, p: float = 1 - (1 - CONFIDENCE) / 2) -> float:
+    """Student's t ``p`` point (``p`` ≥ ½; the 97.5 % one by default) for ``df`` degrees of
+    freedom: :func:`t_cdf` inverted by Newton's method from the normal's point, to the
+    last bits of a float (no scipy needed)."""
+    z = math.sqrt(2) * _erfinv(2 * p - 1)
+    t = z + (z**3 + z) / (4 * df)  # Cornish–Fisher's first terms: close, and above 0
+    for _ in range(100):
+        step = (t_cdf(t, df) - p) / _t_density(t, df)
+        t = max(t - step, t / 2)  # never past 0: the heavy tails make the first steps long
+        if abs(step) <= 1e-15 * t:
+            break
+    return t
+
+
+def _erfinv(y: float) -> float:
+    """The inverse of ``math.erf`` on (-1, 1), by Newton's method."""
+    x = 0.0
+    for _ in range(100):
+        step = (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+        x -= step
+        if abs(step) <= 1e-16 * max(1.0, abs(x)):
+            break
+    return x
 
 
 def tail_percent(games: int) -> float:

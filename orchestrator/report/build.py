@@ -1,7 +1,7 @@
 """Build a report from run folders and write ``report.{md,json,html}``.
 
     from orchestrator.report.build import write_report
-    report = write_report([run_dir], out_dir, console=True)   # the dict in report.json
+    report = write_report([run_dir], out_dir, console=True)   # what report.json holds, typed
 
 Warnings (a journal line that does not parse, a missing SGF, a folder that is not a
 run) are printed to stderr as they are found, one line each, and listed in the report.
@@ -9,6 +9,7 @@ run) are printed to stderr as they are found, one line each, and listed in the r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from orchestrator.recordings import JOURNAL, RUN_FILE
 from orchestrator.report import html, markdown, quality, quality_pictures
 from orchestrator.report.console import print_summary
 from orchestrator.report.load import load_runs
+from orchestrator.report.model import RatingsFailed, Report, to_json
 from orchestrator.report.stats import compute
 
 
@@ -39,8 +41,8 @@ def default_out(run_dirs: Sequence[Path], reports: Path = Path("reports")) -> Pa
 
 
 def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = None,
-                 labels: Sequence[Path] | None = None) -> dict:
-    """The report dict (what ``report.json`` holds) for these run folders; the move-quality
+                 labels: Sequence[Path] | None = None) -> Report:
+    """The report (what ``report.json`` holds) for these run folders; the move-quality
     section from ``labels`` (label folders), else from each run's ``labels/`` folder."""
     warnings: list[str] = []
 
@@ -53,13 +55,14 @@ def build_report(run_dirs: Sequence[Path], anchor: Mapping[str, float] | None = 
         raise ReportError(f"no go19 run folders given (a run folder holds {RUN_FILE} or "
                           f"{JOURNAL})")
     report = compute(runs, anchor, warn)
-    ratings = report["ratings"]
-    if anchor and ratings and "error" in ratings:
-        raise ReportError(f"--anchor: {ratings['error']}")
+    ratings = report.ratings
+    if anchor and isinstance(ratings, RatingsFailed):
+        raise ReportError(f"--anchor: {ratings.error}")
     if anchor and not ratings:
         raise ReportError("--anchor given, but fewer than two players have rated games")
-    report["quality"] = quality.section(runs, report["head_to_head"], labels, warn)
-    return {"generated": f"{_utc_now():%Y-%m-%dT%H:%M:%SZ}", **report, "warnings": warnings}
+    return dataclasses.replace(
+        report, generated=f"{_utc_now():%Y-%m-%dT%H:%M:%SZ}",
+        quality=quality.section(runs, report.head_to_head, labels, warn), warnings=warnings)
 
 
 def _write(path: Path, text: str) -> None:
@@ -72,15 +75,16 @@ def write_report(
     console: bool = False,
     anchor: Mapping[str, float] | None = None,
     labels: Sequence[Path] | None = None,
-) -> dict:
+) -> Report:
     """Write ``report.md``, ``report.json`` and ``report.html`` into ``out_dir`` and
-    return the dict written to ``report.json``. ``console=True`` also prints a short
+    return the report written to ``report.json``. ``console=True`` also prints a short
     summary to the terminal. Raises :class:`ReportError` (one line) and OSError."""
     report = build_report(run_dirs, anchor, labels)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    quality_pictures.write(report, out_dir)
-    _write(out_dir / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
+    report = quality_pictures.write(report, out_dir)
+    _write(out_dir / "report.json",
+           json.dumps(to_json(report), indent=2, allow_nan=False) + "\n")
     _write(out_dir / "report.md", markdown.render(report, out_dir))
     _write(out_dir / "report.html", html.render(report, out_dir))
     if console:

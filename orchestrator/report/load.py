@@ -3,6 +3,11 @@
 Nothing is computed here. Every problem becomes one warning line naming the file
 (and line), and the game or file is left out; nothing raises for bad input.
 The layout is the contract in docs/formats.md.
+
+Each game's SGF is read once, by :func:`read_game`: what the report counts (each colour's
+own, opening-book and fallback moves, answer times), the journal record a game without a
+journal line is rebuilt from, and, replayed when the move-quality section asks
+(:meth:`GameSgf.positions`), its positions.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from pathlib import Path
 
 from orchestrator.color import BLACK, WHITE
 from orchestrator.files import read_sgf_file
+from orchestrator.positions import samples
+from orchestrator.positions.samples import GameRead
 from orchestrator.recordings import (
     JOURNAL,
     RECORD_PROP,
@@ -27,9 +34,10 @@ from orchestrator.recordings import (
     record_from_sgf,
     sgf_paths,
 )
-from orchestrator.sgf import SgfError, SgfMove
+from orchestrator.sgf import SgfError, SgfGame, SgfMove
 
-__all__ = ["ColorMoves", "GameData", "RunData", "Warn", "is_run_dir", "load_run", "load_runs"]
+__all__ = ["ColorMoves", "GameData", "GameSgf", "RunData", "Warn", "is_run_dir", "load_run",
+           "load_runs", "read_game"]
 
 Warn = Callable[[str], None]
 
@@ -46,10 +54,28 @@ class ColorMoves:
 
 
 @dataclass(frozen=True)
+class GameSgf:
+    """A game's SGF as read once (the file's first game)."""
+
+    path: Path
+    game: SgfGame
+
+    def positions(self) -> GameRead:
+        """The game replayed as the dataset build and ``go19 label`` replay it."""
+        return samples.read_game(self.path, self.game)
+
+
+def read_game(path: Path) -> GameSgf:
+    """The one read of a game's SGF in a report; raises :class:`SgfError` (one line)."""
+    return GameSgf(path, read_sgf_file(path)[0])
+
+
+@dataclass(frozen=True)
 class GameData:
     line: JournalRecord
     where: str  # "path/games.jsonl:17", for messages
     moves: dict[str, ColorMoves] | None  # by "black"/"white"; None when the SGF is unusable
+    sgf: GameSgf | None = None  # None when there is no usable SGF
 
 
 @dataclass
@@ -95,28 +121,29 @@ def _check_moves(path: Path, moves: tuple[SgfMove, ...], line: JournalRecord, wh
     return _color_moves(moves)
 
 
-def _read_sgf(run_dir: Path, line: JournalRecord, where: str, warn: Warn) -> dict | None:
+def _read_sgf(run_dir: Path, line: JournalRecord, where: str, warn: Warn) -> GameData:
     path = _find_sgf(run_dir, line)
     if path is None:
         warn(f"{where}: game {line.game}: SGF {line.sgf} is missing; "
              "moves asked are estimated from the journal")
-        return None
+        return GameData(line, where, None)
     try:
-        game = read_sgf_file(path)[0]
+        sgf = read_game(path)
     except SgfError as exc:
         warn(f"{exc}; moves asked for game {line.game} are estimated from the journal")
-        return None
-    return _check_moves(path, game.moves, line, where, warn)
+        return GameData(line, where, None)
+    return GameData(line, where, _check_moves(path, sgf.game.moves, line, where, warn), sgf)
 
 
 def _rebuild(path: Path, warn: Warn) -> GameData | None:
     """A game whose SGF is in place but whose journal line is not (a run killed between
     the two writes): the line is the copy in the SGF's root."""
     try:
-        game = read_sgf_file(path)[0]
+        sgf = read_game(path)
     except SgfError as exc:
         warn(f"{exc}; no {JOURNAL} line either, game left out")
         return None
+    game = sgf.game
     try:
         line = record_from_sgf(game)
     except RecordError as exc:
@@ -127,7 +154,7 @@ def _rebuild(path: Path, warn: Warn) -> GameData | None:
         return None
     where = f"{path} ({RECORD_PROP})"
     warn(f"{path}: no {JOURNAL} line; using the record in the SGF")
-    return GameData(line, where, _check_moves(path, game.moves, line, where, warn))
+    return GameData(line, where, _check_moves(path, game.moves, line, where, warn), sgf)
 
 
 def _read_run_file(run_dir: Path, warn: Warn) -> dict:
@@ -173,7 +200,7 @@ def load_run(run_dir: Path, warn: Warn) -> RunData:
             continue
         seen[line.game] = where
         listed.add(line.sgf)
-        run.games.append(GameData(line, where, _read_sgf(run_dir, line, where, warn)))
+        run.games.append(_read_sgf(run_dir, line, where, warn))
     for path in sgf_paths(run_dir):
         if path.name in listed:
             continue

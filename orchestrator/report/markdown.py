@@ -8,6 +8,7 @@ from pathlib import Path
 
 from orchestrator.report import quality_pages, quality_tables
 from orchestrator.report import tables as t
+from orchestrator.report.model import GameRow, Report
 
 
 def _cell(text: str) -> str:
@@ -23,35 +24,35 @@ def table(tab: t.Table) -> str:
     return "\n".join(lines)
 
 
-def verdict_box(report: dict) -> list[str]:
-    v = report.get("verdict")
+def verdict_box(report: Report) -> list[str]:
+    v = report.verdict
     if not v:
         return ["> **Verdict:** no head-to-head games between two players.", ""]
-    out = [f"> **Verdict:** {v['sentence']}", ">"]
+    out = [f"> **Verdict:** {v.sentence}", ">"]
     out += [f"> - **{label}**: {value}" for label, value in t.verdict_lines(report)]
     out += [f"> - **{label}**: {value}" for label, value in quality_tables.verdict_lines(report)]
     return [*out, ""]
 
 
-def render(report: dict, out_dir: Path | None = None) -> str:
+def render(report: Report, out_dir: Path | None = None) -> str:
     """The page; ``out_dir`` (where it is written) makes the SGF links relative to it."""
-    def sgf(game: dict) -> str:
-        target = Path(game["sgf"])
+    def sgf(game: GameRow) -> str:
+        target = Path(game.sgf)
         if out_dir is not None:
             target = Path(os.path.relpath(target.resolve(), Path(out_dir).resolve()))
         return f"[sgf]({target.as_posix()})"
 
     out = [f"# {t.title(report)}", "", *verdict_box(report),
-           f"Generated {report['generated']} by go19 report "
+           f"Generated {report.generated} by go19 report "
            "from the recordings (SGF + games.jsonl). " + t.pace_line(report), "",
            "## Runs", "", table(t.runs_table(report)), "", "## Totals", "",
            table(t.totals_table(report)), ""]
-    for section in report["head_to_head"]:
-        out += [f"## {t.name(report, section['player'])} vs "
-                f"{t.name(report, section['opponent'])}", ""]
+    for section in report.head_to_head:
+        out += [f"## {t.name(report, section.player)} vs "
+                f"{t.name(report, section.opponent)}", ""]
         out += [f"- **{label}**: {value}" for label, value in t.head_to_head_lines(section)]
         out.append("")
-        if section["pairs"]:
+        if section.pairs:
             out += ["### Opening pairs", "", table(t.pairs_table(section)), ""]
     out += quality_pages.markdown(report, table, out_dir)
     if t.show_ratings(report):
@@ -68,9 +69,9 @@ def render(report: dict, out_dir: Path | None = None) -> str:
     if tokens is not None:
         out += ["## Tokens", "", table(tokens), ""]
     out += ["## Games", "", table(t.games_table(report, sgf)), ""]
-    if report["notes"] or report["warnings"]:
+    if report.notes or report.warnings:
         out += ["## Notes", ""]
-        out += [f"- {note}" for note in report["notes"]]
-        out += [f"- warning: {w}" for w in report["warnings"]]
+        out += [f"- {note}" for note in report.notes]
+        out += [f"- warning: {w}" for w in report.warnings]
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"

@@ -14,6 +14,7 @@ import numpy as np
 from orchestrator.ratings import GameOutcome, Wdl, split_by_color
 from orchestrator.recordings import TokenCounts
 from orchestrator.report.load import GameData
+from orchestrator.report.model import Latency, PlayerSection, Results, Tokens
 
 LATENCY_METHOD_APPROX = (
     "pooled from each game's (n, p50, p95, max) in games.jsonl: a game's quantile "
@@ -22,8 +23,8 @@ LATENCY_METHOD_APPROX = (
 )
 
 
-def wdl_dict(wdl: Wdl) -> dict:
-    return {"games": wdl.games, "wins": wdl.wins, "losses": wdl.losses, "draws": wdl.draws}
+def results(wdl: Wdl) -> Results:
+    return Results(games=wdl.games, wins=wdl.wins, losses=wdl.losses, draws=wdl.draws)
 
 
 def moves_asked(game: GameData) -> Counter:
@@ -46,7 +47,7 @@ def moves_asked(game: GameData) -> Counter:
     return asked
 
 
-def pooled_latency(summaries: Iterable[tuple[int, float, float, float]]) -> dict:
+def pooled_latency(summaries: Iterable[tuple[int, float, float, float]]) -> Latency:
     """p50/p95/p99 over every move of several games known only by (n, p50, p95, max)."""
     pooled = []
     top = -math.inf
@@ -55,11 +56,12 @@ def pooled_latency(summaries: Iterable[tuple[int, float, float, float]]) -> dict
         pooled.append(np.interp(u, [0.0, 0.5, 0.95, 1.0], [p50, p50, p95, peak]))
         top = max(top, peak)
     if not pooled:
-        return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "box": None}
+        return Latency(n=0, p50=None, p95=None, p99=None, max=None, box=None,
+                       method="approx-per-game")
     samples = np.concatenate(pooled)
     p50, p95, p99 = (round(float(v), 2) for v in np.percentile(samples, [50, 95, 99]))
-    return {"n": int(samples.size), "p50": p50, "p95": p95, "p99": p99, "max": round(top, 2),
-            "box": _box(samples)}
+    return Latency(n=int(samples.size), p50=p50, p95=p95, p99=p99, max=round(top, 2),
+                   box=_box(samples), method="approx-per-game")
 
 
 def _box(samples: np.ndarray) -> list[float]:
@@ -68,29 +70,35 @@ def _box(samples: np.ndarray) -> list[float]:
     return [round(float(v), 2) for v in qs]
 
 
-def exact_latency(samples: list[float]) -> dict:
+def exact_latency(samples: list[float]) -> Latency:
     """p50/p95/p99 over every recorded per-move answer time (GOXIXMS)."""
     arr = np.asarray(samples)
     p50, p95, p99 = (round(float(v), 2) for v in np.percentile(arr, [50, 95, 99]))
-    return {"n": int(arr.size), "p50": p50, "p95": p95, "p99": p99,
-            "max": round(float(arr.max()), 2), "box": _box(arr), "method": "exact"}
+    return Latency(n=int(arr.size), p50=p50, p95=p95, p99=p99, max=round(float(arr.max()), 2),
+                   box=_box(arr), method="exact")
 
 
-def token_section(counts: Sequence[TokenCounts]) -> dict | None:
-    """Tokens over the games that recorded them (None: no game did, the key is left out)."""
+def token_section(counts: Sequence[TokenCounts]) -> Tokens | None:
+    """Tokens over the games whose replies gave them (None: the player's records have no
+    ``tokens``, the key is left out); null counts where no reply gave any, as in the
+    journal and the SGF, never 0."""
     if not counts:
         return None
-    moves = sum(c.moves for c in counts)
-    prompt = sum(c.prompt for c in counts)
-    completion = sum(c.completion for c in counts)
-    games = len(counts)
-    return {"games": games, "moves": moves, "prompt": prompt, "completion": completion,
-            "prompt_per_move": prompt / moves if moves else None,
-            "completion_per_move": completion / moves if moves else None,
-            "prompt_per_game": prompt / games, "completion_per_game": completion / games}
+    said = [c for c in counts if c.moves]  # older records wrote 0 tokens for "none given"
+    moves, games = sum(c.moves for c in said), len(said)
+    prompt = sum(c.prompt or 0 for c in said) if said else None
+    completion = sum(c.completion or 0 for c in said) if said else None
+
+    def per(total: int | None, n: int) -> float | None:
+        return total / n if total is not None and n else None
+
+    return Tokens(games=games, moves=moves, prompt=prompt, completion=completion,
+                  prompt_per_move=per(prompt, moves), completion_per_move=per(completion, moves),
+                  prompt_per_game=per(prompt, games), completion_per_game=per(completion, games))
 
 
-def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) -> dict[str, dict]:
+def player_sections(games: Sequence[GameData],
+                    outcomes: Sequence[GameOutcome]) -> dict[str, PlayerSection]:
     names = sorted({n for g in games for n in (g.line.black, g.line.white)})
     meta: dict[str, dict] = {n: {} for n in names}
     endpoints: dict[str, set[str]] = {n: set() for n in names}
@@ -136,33 +144,26 @@ def player_sections(games: Sequence[GameData], outcomes: Sequence[GameOutcome]) 
         fb = fallbacks[name]
         illegal = sum(c for r, c in fb.items() if r.startswith("illegal:"))
         total_fb = sum(fb.values())
-        out[name] = {
-            "kind": meta[name].get("kind"),
-            "meta": meta[name],
-            "endpoints": sorted(endpoints[name]),
-            "games": games_played[name],
-            "results": wdl_dict(split.overall),
-            "as_black": wdl_dict(split.as_black),
-            "as_white": wdl_dict(split.as_white),
-            "moves_asked": n_asked,
-            "moves_asked_estimated_games": estimated[name],
-            "fallbacks": dict(sorted(fb.items())),
-            "fallback_total": total_fb,
-            "fallback_rate": total_fb / n_asked if n_asked else None,
-            "fallback_rate_by_reason": {
+        out[name] = PlayerSection(
+            kind=meta[name].get("kind"),
+            meta=meta[name],
+            endpoints=sorted(endpoints[name]),
+            games=games_played[name],
+            results=results(split.overall),
+            as_black=results(split.as_black),
+            as_white=results(split.as_white),
+            moves_asked=n_asked,
+            moves_asked_estimated_games=estimated[name],
+            fallbacks=dict(sorted(fb.items())),
+            fallback_total=total_fb,
+            fallback_rate=total_fb / n_asked if n_asked else None,
+            fallback_rate_by_reason={
                 r: c / n_asked if n_asked else None for r, c in sorted(fb.items())
             },
-            "illegal": illegal,
-            "illegal_rate": illegal / n_asked if n_asked else None,
-            "latency_ms": (
-                exact_latency(samples[name]) if exact[name] and samples[name]
-                else {**pooled_latency(latency[name]), "method": "approx-per-game"}
-            ),
-        }
-        section = token_section(tokens[name])
-        if section is not None:
-            out[name]["tokens"] = section
+            illegal=illegal,
+            illegal_rate=illegal / n_asked if n_asked else None,
+            latency_ms=(exact_latency(samples[name]) if exact[name] and samples[name]
+                        else pooled_latency(latency[name])),
+            tokens=token_section(tokens[name]),
+        )
     return out
-
-
-# -- head to head, SPRT, ratings --------------------------------------------------

@@ -10,16 +10,18 @@ from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
+from orchestrator.quality.report import QualityReport, QualityUnavailable
 from orchestrator.report import svg
 from orchestrator.report import tables as t
+from orchestrator.report.model import Report
 from orchestrator.report.quality_tables import (
-    available,
     counts_table,
     labels_line,
     method_lines,
     number,
     pairs_table,
     players_table,
+    section,
     worst_table,
 )
 
@@ -27,10 +29,9 @@ CHART_FOLDER = "moves"
 LOSS_CURVE = "loss-by-move.svg"
 
 
-def loss_curve_chart(report: dict) -> str | None:
-    q = report["quality"]
-    series = [(t.name(report, player), [(c["move"], c["loss"]) for c in p["curve"]])
-              for player, p in q["players"].items() if p["curve"]]
+def loss_curve_chart(report: Report, q: QualityReport) -> str | None:
+    series = [(t.name(report, player), [(c.move, c.loss) for c in p.curve])
+              for player, p in q.players.items() if p.curve]
     if not series:
         return None
     last = max(x for _, points in series for x, _ in points)
@@ -38,25 +39,25 @@ def loss_curve_chart(report: dict) -> str | None:
                      "move number", "points lost a move")
 
 
-def histogram_charts(report: dict) -> list[tuple[str, str]]:
+def histogram_charts(report: Report, q: QualityReport) -> list[tuple[str, str]]:
     """(player, chart) for each player with counted moves."""
-    q = report["quality"]
-    edges = q["histogram_edges"]
-    return [(player, svg.histogram(edges, p["histogram"], f"Point loss of {t.name(report, player)}"
+    edges = q.histogram_edges
+    return [(player, svg.histogram(edges, p.histogram, f"Point loss of {t.name(report, player)}"
                                    f"'s moves (the last bar: {edges[-2]:g} and more)",
                                    "points lost"))
-            for player, p in q["players"].items() if p["moves"]]
+            for player, p in q.players.items() if p.moves]
 
 
-def charts(report: dict) -> dict[str, str]:
+def charts(report: Report) -> dict[str, str]:
     """Chart files for the Markdown page, by name (under CHART_FOLDER)."""
-    if not available(report):
+    q = section(report)
+    if q is None:
         return {}
     out = {}
-    curve = loss_curve_chart(report)
+    curve = loss_curve_chart(report, q)
     if curve:
         out[LOSS_CURVE] = curve
-    for k, (_, chart) in enumerate(histogram_charts(report), 1):
+    for k, (_, chart) in enumerate(histogram_charts(report, q), 1):
         out[f"loss-histogram-{k}.svg"] = chart
     return out
 
@@ -71,73 +72,75 @@ def _relative(out_dir: Path | None) -> Callable[[str], str]:
 
 
 Render = Callable[[t.Table], str]
+Text = Callable[[str], str]
 
 
-def markdown(report: dict, table: Render, out_dir: Path | None = None) -> list[str]:
+def markdown(report: Report, table: Render, out_dir: Path | None = None) -> list[str]:
     """The section's lines (a ``## Move quality`` heading first); ``table`` is the page's
     own table writer."""
-    q = report.get("quality")
-    if not q:
+    q = report.quality
+    if q is None:
         return []
     out = ["## Move quality (KataGo)", ""]
-    if not q["available"]:
-        return [*out, q["hint"], ""]
+    if isinstance(q, QualityUnavailable):
+        return [*out, q.hint, ""]
     link = _relative(out_dir)
-    out += [labels_line(report), "", table(pairs_table(report)), "",
-            table(players_table(report)), "", table(counts_table(report)), ""]
+    out += [labels_line(q), "", table(pairs_table(q)), "",
+            table(players_table(report, q)), "", table(counts_table(report, q)), ""]
     files = charts(report)
     out += [f"![{name}]({CHART_FOLDER}/{name})" for name in files] + [""]
-    for player, p in q["players"].items():
-        if not p["worst"]:
+    for player, p in q.players.items():
+        if not p.worst:
             continue
-        out += [f"### The {len(p['worst'])} costliest moves of {t.name(report, player)}", "",
+        out += [f"### The {len(p.worst)} costliest moves of {t.name(report, player)}", "",
                 "Red ring: the move played; green: KataGo's.", "",
-                table(worst_table(p["worst"])), ""]
-        for k, w in enumerate(p["worst"], 1):
-            picture = f"![#{k}]({w['picture']}) " if w.get("picture") else ""
-            out.append(f"- {picture}#{k}: [game {w['game']}, move {w['move']}]"
-                       f"({link(w['sgf'])}) ({w['played']} lost {number(w['loss'])} points; "
-                       f"KataGo {w['katago']})")
+                table(worst_table(p.worst)), ""]
+        for k, w in enumerate(p.worst, 1):
+            picture = f"![#{k}]({w.picture}) " if w.picture else ""
+            out.append(f"- {picture}#{k}: [game {w.game}, move {w.move}]"
+                       f"({link(w.sgf)}) ({w.played} lost {number(w.loss)} points; "
+                       f"KataGo {w.katago})")
         out.append("")
-    out += [f"- {line}" for line in method_lines(report)] + [""]
+    out += [f"- {line}" for line in method_lines(q)] + [""]
     return out
 
 
-def html(report: dict, table: Render, out_dir: Path | None = None) -> str:
-    q = report.get("quality")
-    if not q:
+def html(report: Report, table: Render, text: Text, out_dir: Path | None = None) -> str:
+    """The section's HTML; ``table`` and ``text`` are the page's own writers."""
+    q = report.quality
+    if q is None:
         return ""
     head = "<h2>Move quality (KataGo)</h2>"
-    if not q["available"]:
-        return f'{head}<p class="note">{escape(q["hint"])}</p>'
+    if isinstance(q, QualityUnavailable):
+        return f'{head}<p class="note">{text(q.hint)}</p>'
     link = _relative(out_dir)
-    page = [head, f'<p class="note">{escape(labels_line(report))}</p>',
-            table(pairs_table(report)), table(players_table(report)),
-            table(counts_table(report))]
-    curve = loss_curve_chart(report)
+    page = [head, f'<p class="note">{escape(labels_line(q))}</p>',
+            table(pairs_table(q)), table(players_table(report, q)),
+            table(counts_table(report, q))]
+    curve = loss_curve_chart(report, q)
     if curve:
         page.append(f"<figure>{curve}</figure>")
-    page += [f"<figure>{chart}</figure>" for _, chart in histogram_charts(report)]
-    for player, p in q["players"].items():
-        if not p["worst"]:
+    page += [f"<figure>{chart}</figure>" for _, chart in histogram_charts(report, q)]
+    for player, p in q.players.items():
+        if not p.worst:
             continue
         cells = []
-        for k, w in enumerate(p["worst"], 1):
-            img = (f'<img src="{escape(w["picture"])}" width="190" height="190" '
-                   f'alt="game {w["game"]} move {w["move"]}">' if w.get("picture") else "")
+        for k, w in enumerate(p.worst, 1):
+            img = (f'<img src="{escape(w.picture)}" width="190" height="190" '
+                   f'alt="game {w.game} move {w.move}">' if w.picture else "")
             cells.append(
                 f'<figure class="move">{img}<figcaption>#{k}: '
-                f'<a href="{escape(link(w["sgf"]))}">game {w["game"]}, move {w["move"]}</a>'
-                f"<br>{escape(w['played'])} lost {number(w['loss'])} points; KataGo "
-                f"{escape(w['katago'])}</figcaption></figure>")
-        page += [f"<h3>The {len(p['worst'])} costliest moves of "
+                f'<a href="{escape(link(w.sgf))}">game {w.game}, move {w.move}</a>'
+                f"<br>{escape(w.played)} lost {number(w.loss)} points; KataGo "
+                f"{escape(w.katago)}</figcaption></figure>")
+        page += [f"<h3>The {len(p.worst)} costliest moves of "
                  f"{escape(t.name(report, player))}</h3>",
                  '<p class="note">Red ring: the move played; green: KataGo\'s.</p>',
                  '<div class="moves">' + "".join(cells) + "</div>",
-                 f"<details><summary>as a table</summary>{table(worst_table(p['worst']))}"
+                 f"<details><summary>as a table</summary>{table(worst_table(p.worst))}"
                  "</details>"]
     page.append('<ul class="note">' + "".join(f"<li>{escape(line)}</li>"
-                                              for line in method_lines(report)) + "</ul>")
+                                              for line in method_lines(q)) + "</ul>")
     return "".join(page)
 
 

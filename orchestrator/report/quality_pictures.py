@@ -5,6 +5,7 @@ SVG files for the Markdown page."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 from pathlib import Path
@@ -15,7 +16,10 @@ from PIL import Image
 from orchestrator import render
 from orchestrator.coords import PASS, from_index
 from orchestrator.files import atomic_write
+from orchestrator.quality.report import WorstMove
+from orchestrator.report.model import Report
 from orchestrator.report.quality_pages import CHART_FOLDER, charts
+from orchestrator.report.quality_tables import section
 
 FOLDER = CHART_FOLDER
 PX = 190
@@ -33,10 +37,10 @@ def board_array(board: str) -> np.ndarray:
     return table[codes].reshape(19, 19)
 
 
-def picture(move: dict, px: int = PX) -> bytes:
+def picture(move: WorstMove, px: int = PX) -> bytes:
     """The PNG of one worst move."""
-    image = render.render_image(board_array(move["board"]), None, px)
-    for index, color in ((move["katago_index"], KATAGO), (move["played_index"], PLAYED)):
+    image = render.render_image(board_array(move.board), None, px)
+    for index, color in ((move.katago_index, KATAGO), (move.played_index, PLAYED)):
         point = from_index(index, 19)
         if point != PASS:
             image = render.mark(image, point, 19, color)
@@ -49,19 +53,23 @@ def _slug(player: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", player).strip("_") or "player"
 
 
-def write(report: dict, out_dir: Path) -> None:
-    """Draw every worst move of the section into ``out_dir/moves/``, noting each file
-    (relative to ``out_dir``) as the move's ``picture``, and write the charts there."""
-    quality = report.get("quality")
-    if not quality or not quality.get("available"):
-        return
+def write(report: Report, out_dir: Path) -> Report:
+    """Draw every worst move of the section into ``out_dir/moves/`` and write the charts
+    there; the report with each move's ``picture`` (its file, relative to ``out_dir``)."""
+    quality = section(report)
+    if quality is None:
+        return report
     folder = Path(out_dir) / FOLDER
     for name, chart in charts(report).items():
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / name, chart.encode("utf-8"))
-    for k, (player, p) in enumerate(quality["players"].items()):
-        for n, move in enumerate(p["worst"], 1):
+    players = {}
+    for k, (player, p) in enumerate(quality.players.items()):
+        worst = []
+        for n, move in enumerate(p.worst, 1):
             folder.mkdir(parents=True, exist_ok=True)
             name = f"{k + 1}-{_slug(player)}-{n:02d}.png"
             atomic_write(folder / name, picture(move))
-            move["picture"] = f"{FOLDER}/{name}"
+            worst.append(dataclasses.replace(move, picture=f"{FOLDER}/{name}"))
+        players[player] = dataclasses.replace(p, worst=worst)
+    return dataclasses.replace(report, quality=dataclasses.replace(quality, players=players))

@@ -1,23 +1,22 @@
 """What the report shows over games and per game: running counts (for the Elo and LLR
 curves), fallback rates over the run, margins of victory, the per-game and per-pair
-tables, and the run's pace. Inputs are loaded runs and rated games; outputs are plain
-JSON-ready values."""
+tables, and the run's pace. Inputs are loaded runs and rated games; outputs are the
+report's typed values (:mod:`.model`)."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from orchestrator.ratings import Counts, GameOutcome, Pentanomial, Wdl
 from orchestrator.recordings import VOID_DIR
 from orchestrator.report.load import GameData, RunData
+from orchestrator.report.model import GameRow, Margins, Pace, PairRow, RatePoint
 
 CURVE_POINTS = 200  # a curve over games is sampled at most this often
 RATE_BUCKETS = 25  # the fallback-rate curve averages games in at most this many buckets
@@ -47,45 +46,6 @@ def running_counts(games: Sequence[GameOutcome], player: str) -> Iterator[tuple[
             else:
                 pending[game.pair] = got
         yield k, Pentanomial(*penta) if paired else Wdl(results[2], results[0], results[1])
-
-
-@dataclass(frozen=True, slots=True)
-class PairRow:
-    """One opening pair of the per-pair table (``pairs`` of a head-to-head section)."""
-
-    run: str
-    pair: int
-    opening: str
-    games: list[int]
-    results: list[str]
-    points: float | None  # the pair's points for the player, once both games are in
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class GameRow:
-    """One recorded game of the per-game table (``games`` of the report)."""
-
-    run: str
-    game: int
-    pair: int | None
-    black: str
-    white: str
-    result: str
-    reason: str
-    moves: int
-    fallbacks: dict[str, int]  # per player with any: how many
-    sgf: str
-    # Per player, what a model said on its fallback moves (recordings that kept it).
-    said: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if not self.said:
-            del data["said"]  # a report of runs without model replies reads as before
-        return data
 
 
 def pair_rows(games: Sequence[GameData], player: str, opponent: str) -> list[PairRow]:
@@ -143,7 +103,8 @@ def game_rows(games: Sequence[GameData], runs: Sequence[RunData]) -> list[GameRo
     return rows
 
 
-def fallback_curves(games: Sequence[GameData], asked: Sequence[Counter]) -> dict[str, list]:
+def fallback_curves(games: Sequence[GameData],
+                    asked: Sequence[Counter]) -> dict[str, list[RatePoint]]:
     """Per player, its fallbacks per move asked over the run, in at most RATE_BUCKETS
     buckets of consecutive games it played: an adapter that degrades shows as a rise."""
     per_player: dict[str, list[tuple[int, int, int]]] = {}
@@ -159,13 +120,12 @@ def fallback_curves(games: Sequence[GameData], asked: Sequence[Counter]) -> dict
             chunk = rows[i:i + size]
             n_asked = sum(r[2] for r in chunk)
             if n_asked:
-                points.append({"games": chunk[-1][0],
-                               "rate": sum(r[1] for r in chunk) / n_asked})
+                points.append(RatePoint(chunk[-1][0], sum(r[1] for r in chunk) / n_asked))
         curves[name] = points
     return curves
 
 
-def margins(games: Sequence[GameData], player: str | None) -> dict:
+def margins(games: Sequence[GameData], player: str | None) -> Margins:
     """How much games were won by, in points from ``player``'s side (Black's when None);
     resignations counted apart since they have no margin."""
     values = []
@@ -182,17 +142,18 @@ def margins(games: Sequence[GameData], player: str | None) -> dict:
         elif line.reason == "resign":
             won = _points(g, player) if player is not None else float(line.winner == "black")
             resign["won" if won == 1.0 else "lost"] += 1
-    out = {"player": player or "Black", "games": len(values), "resign_won": resign["won"],
-           "resign_lost": resign["lost"], "bin_edges": [], "counts": []}
+    bin_edges: list[float] = []
+    bin_counts: list[int] = []
     if values:
         top = max(abs(v) for v in values)
         step = max(1.0, _nice(top / 8))
         edge = math.ceil(top / step + 1e-9) * step
         edges = list(np.arange(-edge, edge + step / 2, step))
         counts, _ = np.histogram(values, bins=edges)
-        out["bin_edges"] = [float(e) for e in edges]
-        out["counts"] = [int(c) for c in counts]
-    return out
+        bin_edges = [float(e) for e in edges]
+        bin_counts = [int(c) for c in counts]
+    return Margins(player=player or "Black", games=len(values), resign_won=resign["won"],
+                   resign_lost=resign["lost"], bin_edges=bin_edges, counts=bin_counts)
 
 
 def _nice(raw: float) -> float:
@@ -209,7 +170,7 @@ def _stamp(text: str) -> datetime | None:
         return None
 
 
-def pace(runs: Sequence[RunData]) -> dict:
+def pace(runs: Sequence[RunData]) -> Pace:
     """Run duration (first game started to last finished, summed over runs), games per
     hour and moves per second over that time."""
     duration = 0.0
@@ -221,8 +182,8 @@ def pace(runs: Sequence[RunData]) -> dict:
             duration += max((max(ends) - min(starts)).total_seconds(), 0.0)
         finished += sum(not g.line.void for g in run.games)
         moves += sum(g.line.moves for g in run.games)
-    return {
-        "duration_s": duration,
-        "games_per_hour": finished / duration * 3600 if duration > 0 else None,
-        "moves_per_s": moves / duration if duration > 0 else None,
-    }
+    return Pace(
+        duration_s=duration,
+        games_per_hour=finished / duration * 3600 if duration > 0 else None,
+        moves_per_s=moves / duration if duration > 0 else None,
+    )

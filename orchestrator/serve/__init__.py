@@ -1,6 +1,6 @@
 """Serving moves: the GO19 server (:mod:`.go19`), the engines behind it (:mod:`.engines`:
 heuristic, random, any player such as a GTP engine; :mod:`.hf`: a transformers VLM and its
-LoRA adapters) and the OpenAI-compatible app (:mod:`.openai_app`)."""
+LoRA adapters, with their OpenAI-compatible app)."""
 
 from orchestrator.serve.engines import (
     ChooserEngine,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 import trio
@@ -34,6 +35,8 @@ from orchestrator import coords
 from orchestrator.players.base import RESIGN
 from orchestrator.protocol import go19 as wire
 from orchestrator.serve.engines import Engine, EngineError, PictureEngine
+
+T = TypeVar("T")
 
 _RECEIVE_CHUNK = 65536
 
@@ -224,20 +227,30 @@ class _ClientGone(trio.BrokenResourceError):
     """The client closed its connection while its request was being computed."""
 
 
-async def _while_connected(stream: trio.SocketStream,
-                           compute: Callable[[], Awaitable[int]]) -> int:
-    """``compute()``, cancelled if the client closes the connection meanwhile."""
-    point: int | None = None
+async def unless_gone(watch: Callable[[trio.CancelScope], Awaitable[None]],
+                     compute: Callable[[], Awaitable[T]]) -> T | None:
+    """``compute()``, or None when ``watch(scope)`` cancels ``scope`` first (it watches
+    the client, and cancels once the client has gone: the answer has no reader). An
+    exception of ``compute`` is raised as itself, not inside a nursery's group. The GO19
+    port and the OpenAI port (:mod:`orchestrator.serve.hf.openai_app`) both ask so."""
+    result: T | None = None
     failure: Exception | None = None
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_cancel_when_closed, stream, nursery.cancel_scope)
+        nursery.start_soon(watch, nursery.cancel_scope)
         try:
-            point = await compute()
-        except Exception as exc:  # raised as itself, not inside the nursery's group
+            result = await compute()
+        except Exception as exc:
             failure = exc
         nursery.cancel_scope.cancel()
     if failure is not None:
         raise failure
+    return result
+
+
+async def _while_connected(stream: trio.SocketStream,
+                           compute: Callable[[], Awaitable[int]]) -> int:
+    """``compute()``, cancelled if the client closes the connection meanwhile."""
+    point = await unless_gone(lambda scope: _cancel_when_closed(stream, scope), compute)
     if point is None:
         raise _ClientGone("the client closed the connection before its answer")
     return point

@@ -16,9 +16,7 @@ rows.
 from __future__ import annotations
 
 import json
-import os
-import socket
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from importlib.resources import files
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -35,6 +33,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from orchestrator.web.feed import WatchFeed
 from orchestrator.web.session import PlaySession
+from orchestrator.web.tcp_cut import cut
+from orchestrator.ws_limit import TOO_BIG
 
 STATIC = Path(str(files("orchestrator.web") / "static"))
 SEND_TIMEOUT_S = 5.0
@@ -42,7 +42,10 @@ WATCH_EVERY_S = 1.0  # how often a page's watchdog looks at the send in progress
 # At most this often per page: changes that come faster (a click storm, a fast game) are
 # sent as one, the latest, so that a hundred tabs cost a bounded share of the loop.
 SEND_INTERVAL_S = 0.04
-MAX_MESSAGE = 64 * 1024
+# The page's longest message is a settings edit (a 253-character host name: under 400
+# characters); Hypercorn closes a connection whose message grows past this (1009).
+MAX_MESSAGE = 4096
+MAX_PAGES = 256  # pages open at once per server; one more is closed at once (1013)
 NO_STORE = {"Cache-Control": "no-store"}
 
 
@@ -81,7 +84,8 @@ class _Link:
                 since = self.sending_since
                 if since is not None and trio.current_time() - since >= SEND_TIMEOUT_S:
                     self.too_slow = True
-                    _cut(self.websocket.scope)
+                    scope = self.websocket.scope
+                    cut(scope.get("client"), scope.get("server"))
                     return
 
     def stop_watching(self) -> None:
@@ -89,38 +93,39 @@ class _Link:
         self._watching.cancel()
 
 
-def _cut(scope: Mapping[str, object]) -> None:
-    """Shut down the TCP connection of ``scope``'s page, found by its two addresses among
-    this process's sockets (``/proc/self/fd``; elsewhere the page is only given up)."""
-    client, server = scope.get("client"), scope.get("server")
-    if not isinstance(client, (list, tuple)) or not isinstance(server, (list, tuple)) or \
-            not os.path.isdir("/proc/self/fd"):
-        return
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            sock = socket.socket(fileno=os.dup(int(name)))
-        except (OSError, ValueError):
-            continue  # not a socket (or gone)
-        try:
-            if (sock.type == socket.SOCK_STREAM and sock.getpeername()[:2] == tuple(client)
-                    and sock.getsockname()[:2] == tuple(server)):
-                sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        finally:
-            sock.close()
+class _Pages:
+    """How many pages an app has open: at most ``MAX_PAGES``."""
+
+    def __init__(self) -> None:
+        self.open = 0
 
 
 async def _serve_socket(websocket: WebSocket,
                         sender: Callable[[Callable[[str], Awaitable[bool]]], Awaitable[None]],
-                        on_message: Callable[[dict], None]) -> None:
+                        on_message: Callable[[dict], None], pages: _Pages) -> None:
     """Run ``sender`` beside a receive loop until the page goes away (or the sender is
     done: the run is over, and the page is told so by a normal close)."""
     if not same_origin(websocket):
-        await websocket.close(code=1008)  # policy violation
+        await websocket.close(code=1008)  # policy violation: refused at the handshake
         return
     await websocket.accept()
+    if pages.open >= MAX_PAGES:
+        await _close(websocket, 1013, f"too many pages open ({MAX_PAGES}): close some")
+        return
+    pages.open += 1
+    try:
+        code, reason = await _exchange(websocket, sender, on_message)
+    finally:
+        pages.open -= 1
+    await _close(websocket, code, reason)
+
+
+async def _exchange(websocket: WebSocket,
+                    sender: Callable[[Callable[[str], Awaitable[bool]]], Awaitable[None]],
+                    on_message: Callable[[dict], None]) -> tuple[int, str]:
+    """The page's messages in, ``sender``'s out; the close code and reason it ends with."""
     link = _Link(websocket)
+    ending = (1000, "")
     async with trio.open_nursery() as nursery:
 
         async def send_then_stop() -> None:
@@ -134,8 +139,15 @@ async def _serve_socket(websocket: WebSocket,
         nursery.start_soon(send_then_stop)
         try:
             while True:
-                text = await websocket.receive_text()
-                if len(text) > MAX_MESSAGE:
+                received = await websocket.receive()
+                if received["type"] == "websocket.disconnect":
+                    break
+                text = received.get("text")
+                if received.get(TOO_BIG) or (text is not None and len(text) > MAX_MESSAGE):
+                    ending = (1009, "message too big")  # (Hypercorn has said so already)
+                    break
+                if text is None:  # a binary frame: the page sends JSON text only
+                    ending = (1003, "text frames only")
                     break
                 try:
                     message = json.loads(text)
@@ -143,21 +155,28 @@ async def _serve_socket(websocket: WebSocket,
                     continue
                 if isinstance(message, dict):
                     on_message(message)
-        except (WebSocketDisconnect, RuntimeError, KeyError):
+        except (WebSocketDisconnect, RuntimeError):
             pass
         nursery.cancel_scope.cancel()
+    return ending
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
     with trio.CancelScope(shield=True), trio.move_on_after(1):
         try:
-            await websocket.close()
+            await websocket.close(code=code, reason=reason or None)
         except (RuntimeError, OSError, trio.BrokenResourceError):
             pass
 
 
 def same_origin(websocket: WebSocket) -> bool:
-    """The socket's Origin must be the page's own (the Host, already a trusted name).
-    Clients that send no Origin (not browsers) are let in."""
+    """The socket's Origin must be the page's own (the Host, already a trusted name). A
+    client that sends none is refused: every browser sends one, and the page is all
+    that talks to this socket."""
     origin = websocket.headers.get("origin")
-    return origin is None or urlsplit(origin).netloc == websocket.headers.get("host")
+    host = websocket.headers.get("host")
+    return origin is not None and host is not None and \
+        urlsplit(origin).netloc.lower() == host.lower()
 
 
 def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
@@ -180,6 +199,8 @@ def play_app(session: PlaySession, hosts: Sequence[str]) -> Starlette:
             return PlainTextResponse("no GO19 request yet", status_code=404)
         return Response(session.vlm_png, media_type="image/png", headers=NO_STORE)
 
+    pages = _Pages()
+
     async def socket(websocket: WebSocket) -> None:
         async def sender(send: Callable[[str], Awaitable[bool]]) -> None:
             seen = -1
@@ -189,7 +210,7 @@ def play_app(session: PlaySession, hosts: Sequence[str]) -> Starlette:
                     return
                 await trio.sleep(SEND_INTERVAL_S)
 
-        await _serve_socket(websocket, sender, session.handle)
+        await _serve_socket(websocket, sender, session.handle, pages)
 
     return _app([Route("/", _page("play.html")), Route("/vlm.png", vlm_png),
                  WebSocketRoute("/ws", socket)], hosts)
@@ -202,9 +223,11 @@ def watch_app(feed: WatchFeed, hosts: Sequence[str]) -> Starlette:
             return PlainTextResponse("no such game", status_code=404)
         return FileResponse(path, media_type="application/x-go-sgf")
 
+    pages = _Pages()
+
     async def socket(websocket: WebSocket) -> None:
         async with feed.page() as page:
-            await _serve_socket(websocket, page.send_all, page.on_message)
+            await _serve_socket(websocket, page.send_all, page.on_message, pages)
 
     return _app([Route("/", _page("watch.html")), Route("/sgf/{name}", sgf),
                  WebSocketRoute("/ws", socket)], hosts)

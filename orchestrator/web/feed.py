@@ -13,12 +13,15 @@ computed off the loop; a page waiting for one holds up no other page.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
+from html import unescape
 from pathlib import Path
 
 import trio
@@ -28,6 +31,8 @@ from orchestrator.web import views
 from orchestrator.web.replays import ReplayCache
 from orchestrator.web.watch import WatchHub
 
+MEDIA = {".png": "image/png", ".svg": "image/svg+xml"}
+_RELATIVE_SRC = re.compile(r'src="([^":]+)"')  # no scheme: a file beside the report
 POLL_S = 0.5  # a followed game's board: a VLM's move takes longer than that
 RUN_EVERY_S = 1.0  # the games tables and headline: a table needs no refresh per move
 
@@ -56,13 +61,44 @@ class Part:
         return True
 
 
+@dataclass(frozen=True)
+class ReportPage:
+    """The run's ``report.html`` as watch pages are sent it when the run is over: a page
+    opens its own copy, so the link still works once collect (and this server) has
+    exited. The pictures it shows from the report folder are inlined; its SGF links,
+    relative to that folder, work only in the file itself."""
+
+    path: Path
+    html: str
+
+    @classmethod
+    def read(cls, path: Path) -> ReportPage | None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError:
+            return None
+        folder = path.parent.resolve()
+
+        def inline(match: re.Match) -> str:
+            target = (folder / unescape(match[1])).resolve()
+            media = MEDIA.get(target.suffix.lower())
+            if media is None or not target.is_relative_to(folder):
+                return match[0]
+            try:
+                data = base64.b64encode(target.read_bytes()).decode()
+            except OSError:
+                return match[0]
+            return f'src="data:{media};base64,{data}"'
+
+        return cls(path, _RELATIVE_SRC.sub(inline, text))
+
+
 class WatchFeed:
     """The shared parts for one run, and the pages open on it."""
 
-    def __init__(self, hub: WatchHub, reports: Path | None = None,
-                 replays: ReplayCache | None = None) -> None:
+    def __init__(self, hub: WatchHub, replays: ReplayCache | None = None) -> None:
         self.hub = hub
-        self.reports = reports  # where collect writes the run's report; None: no report
+        self.report: ReportPage | None = None  # the run's, once it is over
         self.replays = replays or ReplayCache()
         self.hello = _json({"type": "hello", "page": "watch",
                             "board": views.board_info(hub.collector.matchup.game.size)})
@@ -108,11 +144,9 @@ class WatchFeed:
         text = f"run over: {state.done}/{state.target} games"
         if state.stop is not None:
             text += f" — {stop_reason(state.stop)}"
-        report = None
-        if self.reports is not None and state.done:
-            report = str((self.reports / self.hub.collector.run_dir.name / "report.html")
-                         .resolve())
-        return {"text": text, "report": report}
+        report = self.report
+        return {"text": text, "report": None if report is None else
+                {"path": str(report.path.resolve()), "html": report.html}}
 
     # -- running --------------------------------------------------------------------------
 
@@ -122,9 +156,11 @@ class WatchFeed:
                 self.refresh()
             await trio.sleep(POLL_S)
 
-    async def finish(self) -> None:
-        """The run is over: every page gets the last state, saying so, then its socket
-        closes; returns once no page is left (the caller bounds the wait)."""
+    async def finish(self, report: ReportPage | None = None) -> None:
+        """The run is over: every page gets the last state, saying so (with ``report``),
+        then its socket closes; returns once no page is left (the caller bounds the
+        wait)."""
+        self.report = report
         self.over = True
         self.refresh()
         for page in self.pages:

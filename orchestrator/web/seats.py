@@ -40,14 +40,14 @@ class HumanSeat:
         try:
             while True:
                 action = await session.clicks.receive()
-                if action in (PASS, RESIGN):
-                    return action
-                try:
-                    game.board.check(game.to_play, action)
-                except IllegalMove as exc:
-                    session.say(f"illegal move {to_gtp(action, SIZE)}: {exc.reason}", "error")
-                    continue
-                session.say("", "info")
+                if action not in (PASS, RESIGN):
+                    try:
+                        game.board.check(game.to_play, action)
+                    except IllegalMove as exc:
+                        session.say(f"illegal move {to_gtp(action, SIZE)}: {exc.reason}",
+                                    "error")
+                        continue
+                session.say("", "info")  # a move is made: a refused one is old news
                 return action
         finally:
             session.waiting_human = False

@@ -1,4 +1,4 @@
-"""Serving the pages (through :mod:`orchestrator.serve.http`: Hypercorn's trio worker
+"""Serving the pages (through :mod:`orchestrator.asgi`: Hypercorn's trio worker
 inside go19's own trio run, so the web server, the games and the collector share one
 event loop and one nursery tree).
 
@@ -12,17 +12,18 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
 
 from orchestrator import events
+from orchestrator.asgi import bind_listener, serve_app
 from orchestrator.players.address import AddressError, check_host
-from orchestrator.serve.http import bind_listener, serve_app
-from orchestrator.web.app import play_app, watch_app
+from orchestrator.web.app import MAX_MESSAGE, play_app, watch_app
 from orchestrator.web.connection import host_problem
-from orchestrator.web.feed import WatchFeed
+from orchestrator.web.feed import ReportPage, WatchFeed
 from orchestrator.web.session import PlaySession
 from orchestrator.web.watch import WatchHub
 
@@ -96,21 +97,24 @@ async def serve_play(host: str, port: int, recordings: Path, allow_hosts: Iterab
     async with trio.open_nursery() as nursery:
         session = PlaySession(nursery, recordings)
         app = play_app(session, trusted_hosts(host, allow_hosts))
-        url = await nursery.start(serve_app, app, listener)
+        url = await nursery.start(partial(serve_app, websocket_max_message=MAX_MESSAGE),
+                                  app, listener)
         session.new_game()
         task_status.started((url, session))
 
 
-def watch_task(listener: socket.socket, hosts: list[str], reports: Path | None = None,
+def watch_task(listener: socket.socket, hosts: list[str],
+               report: Callable[[Path], Path | None] | None = None,
                then: Callable[[Collector], Awaitable[None]] | None = None,
                ) -> Callable[[Collector], Awaitable[None]]:
     """A ``dashboard_factory`` for collect: serves the watch page on ``listener`` (bound
     before the run) beside ``then`` (the terminal dashboard, if any). When the run ends,
-    the pages are told so (with the report collect writes under ``reports``) before the
+    ``report`` (if any) writes the run's report (in a worker thread) and gives its
+    ``report.html``, then the pages are told the run is over, with the report, before the
     server stops."""
 
     async def run(collector: Collector) -> None:
-        feed = WatchFeed(WatchHub(collector), reports)
+        feed = WatchFeed(WatchHub(collector))
         stop = trio.Event()
         async with trio.open_nursery() as nursery:
             if then is not None:
@@ -123,11 +127,21 @@ def watch_task(listener: socket.socket, hosts: list[str], reports: Path | None =
                 await trio.sleep_forever()
             finally:  # the run is over (or cancelled): say so, then let the server go
                 with trio.CancelScope(shield=True):
+                    page = None
+                    if report is not None and collector.state.done:
+                        page = await trio.to_thread.run_sync(
+                            _report_page, report, collector.run_dir)
                     with trio.move_on_after(SHUTDOWN_GRACE_S):
-                        await feed.finish()
+                        await feed.finish(page)
                     stop.set()
 
     return run
+
+
+def _report_page(report: Callable[[Path], Path | None], run_dir: Path) -> ReportPage | None:
+    """The run's report written, and read back as the page will show it."""
+    path = report(run_dir)
+    return None if path is None else ReportPage.read(path)
 
 
 async def _serve_shielded(app: Starlette, listener: socket.socket, stop: trio.Event,
@@ -136,4 +150,5 @@ async def _serve_shielded(app: Starlette, listener: socket.socket, stop: trio.Ev
     """The server outlives the run's cancellation until ``stop`` (its pages are told the
     end first); Hypercorn's graceful shutdown then gives it a bounded second."""
     with trio.CancelScope(shield=True):
-        await serve_app(app, listener, stop.wait, task_status=task_status)
+        await serve_app(app, listener, stop.wait, task_status=task_status,
+                        websocket_max_message=MAX_MESSAGE)

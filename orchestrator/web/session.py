@@ -1,6 +1,7 @@
 """The game behind ``go19 play``: the page's settings, which seats (:mod:`.seats`) sit
-in each of the five modes, one game task after another (auto-restart, stop after N),
-the server rows and training mode.
+in each of the five modes, one game task after another (auto-restart, stop after N
+finished games, or after collect's streak of void games), the server rows and training
+mode.
 
 A game is refereed by collect's own :func:`play_game`, so legality, superko,
 scoring, clocks, fallbacks (timeout, cancelled, error, illegal reply: the heuristic
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,14 +29,15 @@ import trio
 from pydantic import ValidationError
 
 from orchestrator import __version__
+from orchestrator.collect.collector import MAX_VOID_STREAK
 from orchestrator.collect.matchup import Fallback as FallbackRule
 from orchestrator.collect.recorder import journal_record, utc_stamp
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
 from orchestrator.collect.sgf_record import recorded_game_sgf
-from orchestrator.collect.standings import fallback_status
+from orchestrator.collect.standings import fallback_status, void_streak_text
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
-from orchestrator.events import Event, Fallback
+from orchestrator.events import Event, Fallback, VoidStreak
 from orchestrator.files import atomic_write
 from orchestrator.players.base import RESIGN, Player
 from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlayer
@@ -295,10 +298,18 @@ class PlaySession:
             with scope:
                 if previous is not None:
                     await previous.wait()
+                void_games: list[RefereedGame] = []  # the void games in a row, so far
                 while True:
                     await self._one_game()
+                    outcome = self.outcome
+                    void_games = [*void_games, outcome] if outcome and outcome.void else []
                     settings = self.settings
                     if not settings.auto_restart:
+                        break
+                    if len(void_games) >= MAX_VOID_STREAK:  # collect's rule
+                        self.say(f"auto-restart stopped: {_streak_text(void_games)}; check "
+                                 "the servers (check connection), then press new game",
+                                 "error")
                         break
                     if settings.stop_after is not None and self.series >= settings.stop_after:
                         self.say(f"auto-restart stopped after {self.series} game"
@@ -423,6 +434,17 @@ class PlaySession:
             path = folder / f"{stem}-{suffix}.sgf"
         atomic_write(path, recorded_game_sgf(outcome, record, __version__))
         return path
+
+
+def _streak_text(void_games: list[RefereedGame]) -> str:
+    """The void games in a row as collect's stop line words them."""
+    fallbacks: dict[str, Counter[str]] = {}
+    for outcome in void_games:
+        for name, counts in outcome.fallbacks.items():
+            fallbacks.setdefault(name, Counter()).update(counts)
+    return void_streak_text(VoidStreak(len(void_games), tuple(
+        (name, tuple(counts.most_common())) for name, counts in sorted(fallbacks.items())
+        if counts)))
 
 
 def _void_text(outcome: RefereedGame) -> str:

@@ -141,7 +141,7 @@ class PlaySettings(BaseModel):
         for index in (1, 2) if mode == "vv" else (1,) if mode in ("av", "hv") else ():
             items.append((f"server {index}", self.where(index)))
             if self.is_openai(index):
-                items.append((f"model {index}", self.model(index)))
+                items.append((f"model {index}", self.model(index) or "(none)"))
             items.append((f"adapter {index}", self.adapter(index) or "(none)"))
         return items
 

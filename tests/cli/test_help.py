@@ -88,3 +88,16 @@ def test_a_bad_option_value_is_one_line_and_status_2(capsys) -> None:
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == "go19 dataset build: error: argument --workers: '0': expected a whole " \
         "number >= 1"
+
+
+def test_dataset_help_names_every_action_and_the_dpo_pairs() -> None:
+    """Issue 30, item 11: `go19 dataset --help` spoke of building and checking only, and its
+    export line of parquet and jsonl, not of the DPO pairs."""
+    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "dataset", "--help"],
+                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    description = text.split(" positional arguments:")[0]
+    assert "export" in description and "DPO preference pairs" in description
+    export = re.search(r"^    export .*(?:\n {10,}\S.*)*", result.stdout, re.M)
+    assert export is not None and "dpo" in export.group(0)

@@ -11,7 +11,7 @@ import trio
 
 from orchestrator.serve import RandomEngine, serve_go19
 from tests.conftest import REPO
-from tests.players.openai_server import LOCALHOST, OpenAIServer
+from tests.players.openai_server import DEEP_JSON, LOCALHOST, OpenAIServer
 
 CLI = [sys.executable, "-m", "orchestrator.cli", "ping"]
 
@@ -53,3 +53,14 @@ async def test_a_bad_url_is_one_line_and_exit_2() -> None:
     assert (status, out) == (2, "")
     assert err == ("ping: bad endpoint 'ftp://host/v1': bad URL 'ftp://host/v1': expected "
                    "http://HOST:PORT/PATH or https://...\n")
+
+
+async def test_a_model_list_of_deep_json_is_one_failed_line(nursery) -> None:
+    """200 KB of ``[`` for ``GET /v1/models``: one FAILED line (ping's failure status, 1),
+    where the standard library's reader raised RecursionError (48 lines, a traceback)."""
+    port = await nursery.start(OpenAIServer(models_body=DEEP_JSON).serve)
+    url = f"http://{LOCALHOST}:{port}/v1"
+    status, out, err = await ping(url, "--model", "r5")
+    assert (status, err) == (1, "")
+    (line,) = out.splitlines()
+    assert line.startswith(f"● FAILED {url}: not JSON (nested deeper than 200 levels): [[[")

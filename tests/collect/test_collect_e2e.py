@@ -264,7 +264,7 @@ def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
 async def test_per_move_latency_is_recorded_and_reported_exactly(tmp_path: Path) -> None:
     import numpy as np
 
-    from orchestrator.report.build import write_report
+    from tests.report.synth import report_json
 
     summary = await run_collect(matchup(tmp_path), tmp_path, games=2)
     samples: dict[str, list[float]] = {"strong": [], "weak": []}
@@ -279,7 +279,7 @@ async def test_per_move_latency_is_recorded_and_reported_exactly(tmp_path: Path)
                 per_game[names[color]] += 1
         for name, count in per_game.items():
             assert record["latency_ms"][name]["n"] == count
-    report = write_report([summary.run_dir], tmp_path / "report")
+    report = report_json([summary.run_dir], tmp_path / "report")
     for name, values in samples.items():
         latency = report["players"][name]["latency_ms"]
         assert latency["method"] == "exact"

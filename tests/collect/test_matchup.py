@@ -75,6 +75,26 @@ def test_mistakes_name_file_and_key(tmp_path: Path, edit, expected: str) -> None
     assert "\n" not in message
 
 
+@pytest.mark.parametrize(("added", "expected"), [
+    ("[game]\nmove_timeout = 3\n", "game.move_timeout: unknown key; did you mean "
+     "move_timeout_s?"),
+    ("[gmae]\nkomi = 7.5\n", "gmae: unknown key; did you mean game?"),
+    ("[stop]\nsprt = { elo2 = 30 }\n", "stop.sprt.elo2: unknown key; did you mean elo1?"),
+    ("[players.c]\nkind = \"go19\"\nslotz = 2\n", "players.c.slotz: unknown key; did you "
+     "mean slots?"),
+    ("[players.c]\nkind = \"go19\"\nembedded = { levle = 1 }\n",
+     "players.c.embedded.levle: unknown key; did you mean level?"),
+    ("[game]\nqqqq = 1\n", "game.qqqq: unknown key (the keys here: size, komi, move_cap, "),
+])
+def test_a_typo_names_the_nearest_valid_key(tmp_path: Path, added: str, expected: str) -> None:
+    """Issue 30, item 11: a mistyped key said only pydantic's "Extra inputs are not
+    permitted"; it now names the key meant (difflib's nearest), or the keys there are."""
+    path = write(tmp_path, GOOD + added)
+    with pytest.raises(MatchupError) as info:
+        load_matchup(path)
+    assert str(info.value).startswith(f"{path}: {expected}")
+
+
 def test_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(MatchupError, match="no such matchup file"):
         load_matchup(tmp_path / "nope.toml")

@@ -25,12 +25,13 @@ from orchestrator.collect.preflight import (
     check_endpoints,
 )
 from orchestrator.collect.run import CollectOptions, collect
-from orchestrator.events import GameRecorded
+from orchestrator.collect.standings import words
+from orchestrator.events import GameRecorded, ReplicaChanged
 from orchestrator.players.openai_wire import request_seed
 from orchestrator.recordings import JOURNAL, read_journal
-from orchestrator.report.build import write_report
 from orchestrator.sgf import REPLY_PROP
 from tests.players.openai_server import LOCALHOST, OpenAIServer
+from tests.report.synth import report_json
 
 PLAYER = """
 [run]
@@ -101,7 +102,8 @@ def test_every_field_of_the_issue_loads(tmp_path: Path) -> None:
     (lambda t: t.replace('answer = "gtp"', 'answer = "xy"'),
      "players.r5.answer: 'xy': expected one of gtp, sgf, rowcol"),
     (lambda t: t.replace("max_tokens = 8", "max_tokens = 0"), "players.r5.max_tokens"),
-    (lambda t: t.replace("slots = 2", "slot = 2"), "players.r5.slot: Extra inputs"),
+    (lambda t: t.replace("slots = 2", "slot = 2"),
+     "players.r5.slot: unknown key; did you mean slots?"),
     (lambda t: t.replace("image_px = 128", "image_px = 32"), "players.r5.image_px"),
     (lambda t: t + '\n[players.r5.x]\n', "players.r5"),
     (lambda t: t.replace('keep_reply = "fallbacks"', 'prompt = "nowhere.txt"'),
@@ -187,7 +189,7 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
         assert sum("reply" in r for r in replies) == fallbacks  # fallbacks only
         assert "api_key" not in (summary.run_dir / record.sgf).read_text()
     # The report: tokens per move and per game, and what the model said on its fallbacks.
-    report = write_report([summary.run_dir], tmp_path / "report")
+    report = report_json([summary.run_dir], tmp_path / "report")
     tokens = report["players"]["r5"]["tokens"]
     assert tokens["prompt_per_move"] == 900 and tokens["completion_per_move"] == 2
     assert tokens["games"] == 2 and tokens["prompt_per_game"] == 900 * tokens["moves"] / 2
@@ -201,6 +203,58 @@ async def test_a_collect_keeps_seeds_tokens_and_what_was_said(nursery, tmp_path)
     assert "<h2>Tokens</h2>" in html and "r5 said &#x27;E5&#x27;" in html
 
 
+async def test_a_server_without_usage_leaves_null_counts_everywhere(nursery, tmp_path) -> None:
+    """Issue 34, item 3: no `usage` in the replies is null in the SGF's GOXIXREPLY, in the
+    journal's per-game sums (it was 0 prompt and 0 completion tokens) and in the report
+    (it was 0.0 tokens a game), never a count of 0."""
+    url = await serving(nursery, OpenAIServer(reply="E5", usage=None))
+    summary = await collect(CollectOptions(write(tmp_path, url), games=1,
+                                           recordings=tmp_path / "rec", dashboard=False),
+                            lambda event: None, preflight_log=lambda line: None)
+    assert summary.exit_code == 0
+    (record,) = read_journal(summary.run_dir / JOURNAL).records
+    line = json.loads((summary.run_dir / JOURNAL).read_text())
+    assert line["tokens"]["r5"] == {"moves": 0, "prompt": None, "completion": None}
+    assert record.tokens["r5"].prompt is None
+    sgf = sgfmill.sgf.Sgf_game.from_bytes((summary.run_dir / record.sgf).read_bytes())
+    replies = [json.loads(n.get(REPLY_PROP)) for n in sgf.get_main_sequence()[1:]
+               if n.has_property(REPLY_PROP)]
+    assert replies and all(r["tokens"] == [None, None] for r in replies)
+    report = report_json([summary.run_dir], tmp_path / "report")
+    tokens = report["players"]["r5"]["tokens"]
+    assert (tokens["games"], tokens["moves"], tokens["prompt"]) == (0, 0, None)
+    assert tokens["prompt_per_game"] is None and tokens["completion_per_move"] is None
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    row = next(r for r in markdown.split("## Tokens")[1].splitlines() if r.startswith("| r5"))
+    assert row.split("|")[2:8] == [" 0 ", " 0 ", " – ", " – ", " – ", " – "]
+
+
+async def _screen_after_a_game(path: Path, tmp_path: Path, events: list | None = None
+                               ) -> tuple[int, list[str]]:
+    """A 2-game collect of ``path``; the dashboard's text once the first game is recorded."""
+    recorded = trio.Event()
+    screen: list[str] = []
+
+    def on_event(event: object) -> None:
+        if events is not None:
+            events.append(event)
+        if isinstance(event, GameRecorded):
+            recorded.set()
+
+    async def view(collector) -> None:
+        await recorded.wait()
+        console = Console(record=True, width=160, height=40, force_terminal=False)
+        dash = Dashboard(console)
+        dash.attach(collector)
+        console.print(dash.render())
+        screen.extend(console.export_text().splitlines())
+
+    summary = await collect(CollectOptions(path, games=2, recordings=tmp_path / "rec",
+                                           dashboard=False, wait_endpoints_s=0),
+                            on_event, view=view, preflight_log=lambda line: None)
+    return summary.exit_code, screen
+
+
 async def test_the_dashboard_shows_each_base_url_as_a_replica(nursery, tmp_path) -> None:
     """One live base URL and one that refuses connections: both are rows of the dashboard
     with their status, as GO19 replicas are, and the games go to the live one."""
@@ -209,27 +263,33 @@ async def test_the_dashboard_shows_each_base_url_as_a_replica(nursery, tmp_path)
         dead = f"http://{LOCALHOST}:{dead_port}/v1"
         path = write(tmp_path, live)
         path.write_text(path.read_text().replace(f'["{live}"]', f'["{dead}", "{live}"]'))
-        recorded = trio.Event()
-        screen: list[str] = []
-
-        def on_event(event: object) -> None:
-            if isinstance(event, GameRecorded):
-                recorded.set()
-
-        async def view(collector) -> None:
-            await recorded.wait()
-            console = Console(record=True, width=160, height=40, force_terminal=False)
-            dash = Dashboard(console)
-            dash.attach(collector)
-            console.print(dash.render())
-            screen.extend(console.export_text().splitlines())
-
-        summary = await collect(CollectOptions(path, games=2, recordings=tmp_path / "rec",
-                                               dashboard=False, wait_endpoints_s=0),
-                                on_event, view=view, preflight_log=lambda line: None)
-    assert summary.exit_code == 0
+        exit_code, screen = await _screen_after_a_game(path, tmp_path)
+    assert exit_code == 0
     # (The address column is cut to the terminal: the rows are told apart by status.)
     rows = [line for line in screen if re.search(rf"\br5\s+http://{LOCALHOST}:", line)]
     assert len(rows) == 2, screen
     assert sum(" ok " in row for row in rows) == 1
     assert sum(("backoff" in row or "down" in row) for row in rows) == 1, rows
+
+
+async def test_a_throttled_base_url_waits_on_the_dashboard_and_in_the_log(
+        nursery, tmp_path) -> None:
+    """A server answering 429 with ``Retry-After: 60`` after its trial request: its row
+    says ``throttled``, the log says for how long, and the games go to the other one."""
+    busy = OpenAIServer(reply="E5", retry_after="60")
+    busy.queue("answer", *["throttle"] * 50)  # the preflight's trial is answered
+    live = await serving(nursery, OpenAIServer(reply="E5"))
+    held = await serving(nursery, busy)
+    path = write(tmp_path, live)
+    path.write_text(path.read_text().replace(f'["{live}"]', f'["{held}", "{live}"]'))
+    events: list = []
+    exit_code, screen = await _screen_after_a_game(path, tmp_path, events)
+    assert exit_code == 0
+    rows = [line for line in screen if re.search(rf"\br5\s+http://{LOCALHOST}:", line)]
+    assert len(rows) == 2 and sum(" ok " in row for row in rows) == 1, screen
+    (row,) = [row for row in rows if "throttled" in row]
+    assert re.search(r"throttled [56]\ds", row), row
+    said = [words(e) for e in events if isinstance(e, ReplicaChanged)]
+    assert said == [f"r5: {held}: throttled (HTTP 429: rate limit exceeded (retry after "
+                    "60 s)); no request for 60 s"]
+    assert busy.faults == ["answer", "throttle"]  # one refusal, then nothing for 60 s

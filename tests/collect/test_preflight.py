@@ -226,3 +226,21 @@ def test_help_documents_the_exit_codes_and_the_wait() -> None:
     assert codes == ["0", "2", "3", "4", "130"]
     assert "--wait-endpoints SECONDS" in done.stdout
     assert "(default 0: exit 3 at once)" in " ".join(done.stdout.split())
+
+
+async def test_a_model_list_of_deep_json_is_one_line_and_exit_3(nursery, tmp_path: Path) -> None:
+    """An OpenAI-compatible server answering ``GET /v1/models`` with 200 KB of ``[``: the
+    standard library's reader raised RecursionError (an 86-line traceback, exit 1)."""
+    from tests.players.openai_server import DEEP_JSON, LOCALHOST, OpenAIServer
+
+    port = await nursery.start(OpenAIServer(models_body=DEEP_JSON).serve)
+    url = f"http://{LOCALHOST}:{port}/v1"
+    matchup = write(tmp_path, f'kind = "openai"\nbase_urls = ["{url}"]\nmodel = "r5"')
+    done = await trio.run_process(collect_cmd(matchup, tmp_path), cwd=REPO, env=ENV,
+                                  capture_stdout=True, capture_stderr=True, check=False)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == 3, out + err
+    assert "Traceback" not in out + err
+    (line,) = [line for line in out.splitlines() if "●" in line]
+    assert f"● FAILED a {url}: not JSON (nested deeper than 200 levels)" in line
+    assert len(err.splitlines()) == 1 and not (tmp_path / "rec").exists()

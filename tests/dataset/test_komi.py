@@ -43,10 +43,10 @@ def test_fox_chinese_komi_reaches_the_prompts_as_points(tmp_path: Path) -> None:
         shutil.copy(REAL_SGF / name, inputs / Path(name).name)
     build([inputs], tmp_path / "ds")
     assert [row.status for row in load_games(tmp_path / "ds")] == ["ok"] * 3
-    manifest = export(tmp_path / "ds", tmp_path / "ex", ExportOptions(format="jsonl",
-                                                                      image_px=124))
+    manifest = export(tmp_path / "ds", tmp_path / "ex", ExportOptions(
+        format="jsonl", image_px=124, template="{side} to play, komi {komi}."))
     prompts = [json.loads(line)["messages"][0]["content"]
                for f in sorted((tmp_path / "ex" / "data").glob("*.jsonl"))
                for line in f.read_text().splitlines()]
     assert len(prompts) == manifest["counts"]["samples"] > 400
-    assert all("komi 7.5." in prompt for prompt in prompts)
+    assert all(prompt.endswith("komi 7.5.") for prompt in prompts)

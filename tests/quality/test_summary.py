@@ -39,13 +39,16 @@ def test_tally_by_hand() -> None:
     t = summary.tally([(g, B)])
     # Black's counted moves: 1 (loss -1 -> 0, KataGo's move, rank 1), 3 (4.0, rank 5),
     # 5 (13.0); move 7 has no loss (unlabelled), move 8 is a fallback (loss 9).
-    moves, loss, top1, top5, b3, b6, b12 = t.sums[0, 0]
+    moves, loss, top1, top5, b3, b6, b12, weight, weighted = t.sums[0, 0]
     assert (moves, loss, top1, top5, b3, b6, b12) == (3, 17.0, 1, 2, 2, 1, 1)
+    # KaTrain's weights: max(0.05, min(1, loss / 4)) for losses 0, 4 and 13.
+    assert (weight, weighted) == pytest.approx((0.05 + 1 + 1, 0 + 4 + 13))
     assert (t.opening, t.fallback, t.unlabelled) == (0, 1, 1)
     assert (t.fallback_loss, t.fallback_labelled) == (9.0, 1)
     stats = summary.statistics(t.sums[0, 0])
     assert stats["mean_loss"] == pytest.approx(17 / 3)
     assert stats["accuracy"] == pytest.approx(100 * 0.75 ** (17 / 3))
+    assert stats["katrain_accuracy"] == pytest.approx(100 * 0.75 ** (17 / 2.05))
     assert stats["top1"] == pytest.approx(100 / 3)
     assert stats["blunders12"] == pytest.approx(100 / 3)
 
@@ -75,6 +78,22 @@ def _expanded_tail(games: int) -> float:
     """Hesterberg's expanded percentile: Φ(−√(n/(n−1)) · t(n−1)), in %."""
     x = math.sqrt(games / (games - 1)) * T_TABLE[games - 1]
     return 100 * 0.5 * math.erfc(x / math.sqrt(2))
+
+
+# Student's t 97.5 % points to 20 digits, computed apart (mpmath at 40 digits: the root of
+# the density's integral from 0, minus 0.475), and two closed forms: for 1 degree of freedom
+# tan(0.475 π), for 2 degrees 0.95 √(2 / (1 − 0.95²)).
+T_EXACT = {1: math.tan(0.475 * math.pi), 2: 0.95 * math.sqrt(2 / (1 - 0.95**2)),
+           4: 2.7764451051977943578, 10: 2.2281388519862747484, 100: 1.9839715185235522866}
+
+
+def test_t_quantile_is_exact() -> None:
+    for df, t in T_EXACT.items():
+        assert summary.t_quantile(df) == pytest.approx(t, rel=1e-13, abs=0), df
+    # The expanded interval's tail at 6 games: Φ(−√(6/5) · t(5)) with the exact t is
+    # 0.24318 %; the series it replaced gave 0.24341 %.
+    assert summary.tail_percent(6) == pytest.approx(0.243180317, rel=1e-8)
+    assert summary.t_cdf(summary.t_quantile(37), 37) == pytest.approx(0.975, abs=1e-15)
 
 
 def test_t_points_and_the_expanded_tails() -> None:

@@ -5,9 +5,12 @@ by hand."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from orchestrator.report.build import write_report
 from orchestrator.sgf import SOURCE_PROP
 
 # Six plies: four stones and two passes (9x9 letters). A resigned game stops after four.
@@ -99,3 +102,9 @@ def write_run(
         lines.append(json.dumps(journal_line(run, game, players)))
     (run_dir / "games.jsonl").write_text("\n".join(lines) + "\n")
     return run_dir
+
+
+def report_json(run_dirs: Sequence[Path], out: Path, **options: Any) -> dict:
+    """``write_report``, then the ``report.json`` it wrote, as a user reads it."""
+    write_report(run_dirs, out, **options)
+    return json.loads((Path(out) / "report.json").read_text())

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.report.build import write_report
 from tests.conftest import REPO
-from tests.report.synth import Game, journal_line, sgf_text, write_run
+from tests.report.synth import Game, journal_line, report_json, sgf_text, write_run
 
 PLAYERS = {"alpha": {"kind": "heuristic"}, "beta": {"kind": "random"}}
 
@@ -40,7 +39,7 @@ def test_unparseable_lines_are_skipped_with_file_and_line(tmp_path: Path, capsys
                                   json.dumps(incomplete)]) + "\n")
     # game 3's line lacks its winner; its SGF (hand-written, no GOXIXREC record) cannot
     # stand in for it, so game 3 is left out with a warning of its own
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     assert report["totals"]["games"] == 2
     err = capsys.readouterr().err.splitlines()
     assert f"report: warning: {journal}:2: not valid JSON; line skipped" in err
@@ -53,7 +52,7 @@ def test_unparseable_lines_are_skipped_with_file_and_line(tmp_path: Path, capsys
 def test_missing_sgf_warns_and_estimates_moves_asked(tmp_path: Path, capsys) -> None:
     run_dir = three_games(tmp_path)
     (run_dir / Game(2, "a", "b", None).sgf_name).unlink()
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     assert report["totals"]["games"] == 3  # the journal line still counts
     (warning,) = capsys.readouterr().err.splitlines()
     assert warning.startswith(f"report: warning: {run_dir / 'games.jsonl'}:2: game 2: SGF ")
@@ -71,7 +70,7 @@ def test_sgf_without_journal_line_is_rebuilt_from_its_record(tmp_path: Path) -> 
     text = sgf_text(extra).replace(
         "RE[", "GOXIXREC[" + json.dumps(record).replace("]", "\\]") + "]RE[", 1)
     (run_dir / extra.sgf_name).write_text(text)
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     assert report["totals"]["games"] == 4
     # beta won game 3 (as White) and the rebuilt game 4 (as Black)
     assert report["players"]["beta"]["as_black"]["wins"] == 1
@@ -121,3 +120,20 @@ def test_default_out_folder_is_reports_run_name(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / run_dir.name / "report.html").is_file()
     assert "alpha vs beta" in result.stdout
+
+
+def test_deep_json_in_labels_and_run_files_is_one_warning_each(tmp_path: Path) -> None:
+    """200 KB of ``[`` in a label folder's labels.json and in run.json: the standard
+    library's reader raised RecursionError (a 37-line traceback); now one line each and
+    the report of the games."""
+    run_dir = three_games(tmp_path)
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "labels.json").write_bytes(b"[" * 200_000)
+    (run_dir / "run.json").write_bytes(b"[" * 200_000)
+    result = report_cli(str(run_dir), "--labels", str(labels), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    deep = [line for line in result.stderr.splitlines() if "nested deeper than 200" in line]
+    assert [line.split(": ")[1] for line in deep] == ["warning"] * 2, result.stderr
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["totals"]["games"] == 3

@@ -89,3 +89,33 @@ def test_charts_are_drawn(page: Path, tmp_path: Path) -> None:
 
     # the Elo line and length bars (blue), wins (green) and losses (red) are painted
     assert pixels(BLUE) > 500 and pixels(WIN) > 500 and pixels(LOSS) > 500
+
+
+def test_markdown_code_reads_as_code(page: Path) -> None:
+    """The verdict box and the move-quality hint name a command in backticks in the
+    Markdown; in the HTML it is code, not raw backticks."""
+    text = page.read_text()
+    assert "<code>go19 review RUN_DIR</code>" in text
+    body = text[text.index("<body>"):]
+    assert "`" not in re.sub(r"<svg.*?</svg>", "", body)
+
+
+def test_the_page_fits_a_phone(page: Path) -> None:
+    """At 390×844 on a phone (Chromium's mobile emulation) the page is laid out at the
+    screen's width, not at a desktop's 980 px shrunk, and nothing scrolls the page
+    sideways: wide tables and charts scroll in their own box."""
+    from tests.web.harness import _missing, headless_chromium
+
+    if _missing():
+        pytest.skip(_missing())
+    with headless_chromium(390, 844) as chrome:
+        chrome.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 390, "height": 844, "deviceScaleFactor": 3, "mobile": True})
+        chrome.get(page.as_uri())
+        width, scroll = chrome.execute_script(
+            "return [window.innerWidth, document.documentElement.scrollWidth]")
+        widest = chrome.execute_script(
+            "return Math.max(...[...document.querySelectorAll('table, svg')]"
+            ".map(e => e.getBoundingClientRect().right))")
+    assert width == 390
+    assert scroll <= 390 and widest <= 390

@@ -28,7 +28,7 @@ import pytest
 from orchestrator.ratings import Wdl, sprt
 from orchestrator.recordings import parse_record
 from orchestrator.report.build import ReportError, write_report
-from tests.report.synth import Game, write_run
+from tests.report.synth import Game, report_json, write_run
 
 PLAYERS = {
     "alpha": {"kind": "go19", "adapter": "a1", "endpoint": "10.0.0.1:5019"},
@@ -72,7 +72,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def test_totals_and_terminations(run_dir: Path, tmp_path: Path) -> None:
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     assert report["totals"] == {
         "runs": 1, "games": 11, "finished": 10, "void": 1, "rated": 10, "draws": 0,
         "no_result": 0, "self_play": 0,
@@ -86,7 +86,7 @@ def test_totals_and_terminations(run_dir: Path, tmp_path: Path) -> None:
 
 
 def test_elo_los_and_nelo_by_hand(run_dir: Path, tmp_path: Path) -> None:
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     (h2h,) = report["head_to_head"]
     assert (h2h["player"], h2h["opponent"], h2h["counts"]) == ("alpha", "beta", "games")
     assert h2h["results"] == {"games": 10, "wins": 7, "losses": 3, "draws": 0}
@@ -111,14 +111,14 @@ def test_elo_los_and_nelo_by_hand(run_dir: Path, tmp_path: Path) -> None:
 
 
 def test_color_split(run_dir: Path, tmp_path: Path) -> None:
-    alpha = write_report([run_dir], tmp_path / "out")["players"]["alpha"]
+    alpha = report_json([run_dir], tmp_path / "out")["players"]["alpha"]
     # alpha is Black in 1, 3, 5, 7 (won) and 9 (lost); White in 2, 4, 6 (won), 8, 10 (lost)
     assert alpha["as_black"] == {"games": 5, "wins": 4, "losses": 1, "draws": 0}
     assert alpha["as_white"] == {"games": 5, "wins": 3, "losses": 2, "draws": 0}
 
 
 def test_sprt_status_from_run_json(run_dir: Path, tmp_path: Path) -> None:
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     (result,) = report["head_to_head"][0]["sprt"]
     expected = sprt(Wdl(wins=7, losses=3), 0.0, 30.0, 0.05, 0.05)
     assert result["llr"] == pytest.approx(expected.llr)
@@ -129,7 +129,7 @@ def test_sprt_status_from_run_json(run_dir: Path, tmp_path: Path) -> None:
 
 
 def test_fallback_and_illegal_rates_per_move_asked(run_dir: Path, tmp_path: Path) -> None:
-    players = write_report([run_dir], tmp_path / "out")["players"]
+    players = report_json([run_dir], tmp_path / "out")["players"]
     alpha, beta = players["alpha"], players["beta"]
     # alpha asked: game 1: 3 plies - 1 book = 2; games 2-7: 3 each = 18;
     # games 8, 9: 2 plies + the resignation = 3 each; game 10: 3;
@@ -145,7 +145,7 @@ def test_fallback_and_illegal_rates_per_move_asked(run_dir: Path, tmp_path: Path
 
 
 def test_latency_pooled_from_per_game_summaries(run_dir: Path, tmp_path: Path) -> None:
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     lat = report["players"]["alpha"]["latency_ms"]
     assert lat["n"] == 10 * 1000 and lat["max"] == 300.0
     # identical games: the pooled quantiles are the game's own; p99 lies 4/5 of the way
@@ -161,7 +161,7 @@ def test_latency_pooled_from_per_game_summaries(run_dir: Path, tmp_path: Path) -
 
 def test_files_written_and_json_round_trips(run_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    report = write_report([run_dir], out)
+    report = report_json([run_dir], out)
     assert json.loads((out / "report.json").read_text()) == report
     md = (out / "report.md").read_text()
     # names people know: the adapter beside the key, the engine beside gnugo's
@@ -187,7 +187,7 @@ def test_pentanomial_from_paired_openings(tmp_path: Path) -> None:
         paired.append(Game(k + 1, black, white, winner, opening_plies=2, pair=pair,
                            sources={1: "opening", 2: "opening"}))
     run_dir = write_run(tmp_path, "paired-20260101-000000", paired, PLAYERS, ("alpha", "beta"))
-    (h2h,) = write_report([run_dir], tmp_path / "out")["head_to_head"]
+    (h2h,) = report_json([run_dir], tmp_path / "out")["head_to_head"]
     assert h2h["counts"] == "pairs" and h2h["pentanomial"] == [0, 0, 2, 0, 3]
     est = h2h["estimate"]
     # pair scores: 0.5 twice, 1.0 three times: mean 0.8, Elo = 400·log10(4) = 240.82;
@@ -217,7 +217,7 @@ def test_combined_runs_rate_three_players_with_an_anchor(run_dir: Path, tmp_path
     players = {**PLAYERS, "gamma": {"kind": "heuristic", "level": 2}}
     second = write_run(tmp_path / "rec", "g-20260101-000000", more, players, ("gamma", "alpha"))
     out = tmp_path / "combined"
-    report = write_report([run_dir, second], out, anchor={"beta": 1000.0})
+    report = report_json([run_dir, second], out, anchor={"beta": 1000.0})
     ratings = report["ratings"]
     assert ratings["anchor"] == {"beta": 1000.0} and not ratings["anchor_default"]
     rows = {r["player"]: r for r in ratings["rows"]}
@@ -229,7 +229,7 @@ def test_combined_runs_rate_three_players_with_an_anchor(run_dir: Path, tmp_path
     assert pairs == {("alpha", "beta"), ("gamma", "alpha")}
     assert "## Ratings" in (out / "report.md").read_text()
 
-    default = write_report([run_dir, second], tmp_path / "default")["ratings"]
+    default = report_json([run_dir, second], tmp_path / "default")["ratings"]
     assert default["anchor"] == {"alpha": 0.0} and default["anchor_default"]
     assert default["rows"][[r["player"] for r in default["rows"]].index("alpha")]["elo"] == 0.0
     assert "Anchor: alpha = 0 (default: the first player by name" in (
@@ -243,7 +243,7 @@ def test_unknown_anchor_is_one_line_error(run_dir: Path, tmp_path: Path) -> None
 
 def test_a_run_without_model_replies_reads_as_before(run_dir: Path, tmp_path: Path) -> None:
     """No tokens, no replies in the records: no Tokens table, no "said" anywhere."""
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
     assert all("tokens" not in p for p in report["players"].values())
     assert all("said" not in g for g in report["games"])
     markdown = (tmp_path / "out" / "report.md").read_text()

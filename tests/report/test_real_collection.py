@@ -10,8 +10,8 @@ from pathlib import Path
 from sgfmill import sgf
 
 from orchestrator.collect.run import CollectOptions, collect
-from orchestrator.report.build import write_report
 from tests.conftest import GNUGO, requires_gnugo
+from tests.report.synth import report_json
 
 MATCHUP = """
 [run]
@@ -68,7 +68,7 @@ async def test_report_of_heuristic_against_gnugo(tmp_path: Path) -> None:
     sgfs = [*run_dir.glob("*.sgf"), *(run_dir / "void").glob("*.sgf")]
     journal = [json.loads(line) for line in (run_dir / "games.jsonl").read_text().splitlines()]
 
-    report = write_report([run_dir], tmp_path / "out")
+    report = report_json([run_dir], tmp_path / "out")
 
     totals = report["totals"]
     assert totals["games"] == len(sgfs) == len(journal)

@@ -4,14 +4,18 @@ tables, margins and pace from hand-written runs."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
-from orchestrator.report.build import write_report
+from orchestrator.quality.report import Decided
+from orchestrator.ratings import EloEstimate
+from orchestrator.report.model import Sprt
 from orchestrator.report.names import label
+from orchestrator.report.quality_tables import decided
 from orchestrator.report.verdict import sentence
-from tests.report.synth import Game, write_run
+from tests.report.synth import Game, report_json, write_run
 
 PLAYERS = {
     "r5": {"kind": "go19", "adapter": "lora_mix_qwen_r5", "model": "Qwen3-VL-8B"},
@@ -39,7 +43,7 @@ def _match(a: str, b: str, a_wins: int, b_wins: int, paired: bool = False) -> li
 
 def _report(tmp_path: Path, games: list[Game], pairing=("r5", "r4"), sprt=None) -> dict:
     run = write_run(tmp_path / "rec", "v-20260101-000000", games, PLAYERS, pairing, sprt)
-    return write_report([run], tmp_path / "out")
+    return report_json([run], tmp_path / "out")
 
 
 def test_clear_win(tmp_path: Path) -> None:
@@ -76,8 +80,6 @@ def test_sprt_decision_names_the_game(tmp_path: Path) -> None:
     assert sprt["curve"][-1]["llr"] >= sprt["upper"]
     v = report["verdict"]
     assert v["stronger"] == "r5"
-    assert v["sentence"] == sentence("r5", "r4", report["head_to_head"][0]["estimate"],
-                                     sprt, "games")
     assert v["sentence"].endswith(f"the SPRT accepted H1 (+30 Elo rather than +0) at game "
                                   f"{first}.")
 
@@ -92,17 +94,33 @@ def test_undecided_sprt_is_said(tmp_path: Path) -> None:
 
 
 def test_sprt_h0_and_clean_sweep_sentences() -> None:
-    est = {"elo": -20.0, "elo_low": -60.0, "elo_high": 20.0, "los": 0.16, "score": 0.47,
-           "samples": 400}
-    h0 = {"decision": "H0", "decided_at": 400, "elo0": 0.0, "elo1": 30.0}
+    est = EloEstimate(games=400, samples=400, score=0.47, elo=-20.0, elo_low=-60.0, elo_high=20.0,
+                   error=20.4, los=0.16, nelo=None, nelo_error=None)
+    h0 = Sprt(run="v", player="r5", opponent="r4", elo0=0.0, elo1=30.0, alpha=0.05, beta=0.05,
+              model="logistic", counts="games", samples=400, llr=-3.1, lower=-2.94,
+              upper=2.94, decision="H0", status="accepted H0", curve=[], decided_at=400)
     assert sentence("r5", "r4", est, h0, "games") == (
         "r5 is not shown to be 30 Elo stronger than r4; the SPRT accepted H0 (+0 Elo rather "
         "than +30) at game 400.")
-    sweep = {"elo": "+inf", "elo_low": None, "elo_high": None, "los": None, "score": 1.0,
-             "samples": 3}
+    sweep = EloEstimate(games=3, samples=3, score=1.0, elo=math.inf, elo_low=None, elo_high=None,
+                     error=math.inf, los=None, nelo=None, nelo_error=None)
     assert sentence("r5", "r4", sweep, None, "pairs") == (
-        "r5 won every one of 3 pairs against r4; too few to put an interval on it, more "
-        "games needed.")
+        "r5 won all 3 pairs against r4; too few games for an interval, more games needed.")
+
+
+@pytest.mark.parametrize(("wins", "paired", "said", "counted"), [
+    (2, False, "r5 won both games against r4", "trinomial, 2 games"),
+    (2, True, "r5 won the one pair against r4", "pentanomial, 1 pair"),
+])
+def test_a_clean_sweep_of_two_games_in_words(tmp_path: Path, wins: int, paired: bool,
+                                              said: str, counted: str) -> None:
+    report = _report(tmp_path, _match("r5", "r4", wins, 0, paired=paired))
+    assert report["verdict"]["sentence"] == (
+        f"{said}; too few games for an interval, more games needed.")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert f"**Elo of r5 (95 %)**: +∞ ({counted}; too few games for an interval)" in md
+    assert "- **Elo (95 %)**: +∞ (too few games for an interval)" in md
+    assert "every one of" not in md and "[n/a, n/a]" not in md and "(no interval)" not in md
 
 
 def test_two_unconnected_runs_are_rated_as_two_groups(tmp_path: Path) -> None:
@@ -110,7 +128,7 @@ def test_two_unconnected_runs_are_rated_as_two_groups(tmp_path: Path) -> None:
                       PLAYERS, ("r5", "r4"))
     second = write_run(tmp_path / "rec", "b-20260101-000000", _match("gnugo", "rand", 7, 3),
                        PLAYERS, ("gnugo", "rand"))
-    report = write_report([first, second], tmp_path / "out")
+    report = report_json([first, second], tmp_path / "out")
     ratings = report["ratings"]
     assert [g["players"] for g in ratings["groups"]] == [["gnugo", "rand"], ["r4", "r5"]]
     # each group has its own anchor at 0, so both groups' first players sit at 0
@@ -130,7 +148,7 @@ def test_one_group_when_a_chain_connects_them(tmp_path: Path) -> None:
                       PLAYERS, ("r5", "r4"))
     second = write_run(tmp_path / "rec", "b-20260101-000000", _match("r4", "gnugo", 5, 5),
                        PLAYERS, ("r4", "gnugo"))
-    ratings = write_report([first, second], tmp_path / "out")["ratings"]
+    ratings = report_json([first, second], tmp_path / "out")["ratings"]
     assert len(ratings["groups"]) == 1 and len(ratings["rows"]) == 3
 
 
@@ -174,3 +192,13 @@ def test_fallback_rate_over_games_shows_a_degrading_adapter(tmp_path: Path) -> N
     assert r4[0]["rate"] == r4[1]["rate"] == 0.0
     assert r4[2]["rate"] == r4[3]["rate"] == pytest.approx(5 / 15)  # 1 of 3 moves asked
     assert all(p["rate"] == 0.0 for p in curves["r5"])
+
+
+def test_when_a_verdict_was_decided_in_plain_words() -> None:
+    assert decided(Decided(1, None, None), "labelled game") == (
+        "not decided after 1 labelled game")
+    assert decided(Decided(40, 12, 12), "rated game") == "decided after 12 of 40 rated games"
+    assert decided(Decided(40, 12, 15), "rated game") == (
+        "decided after 12 of 40 rated games, undecided again until game 15")
+    assert decided(Decided(30, 23, None), "labelled game") == (
+        "decided after 23 of 30 labelled games, undecided again by the last")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import sys
 import tomllib
@@ -24,8 +25,11 @@ GAMES = 2
 
 def go19(*args: object, cwd: Path = REPO,
          timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """``go19`` from this checkout (PYTHONPATH: outside the repo root, ``-m`` would import
+    the package the venv was installed from), run in ``cwd``."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "orchestrator.cli", *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def go19_here(*args: object) -> subprocess.CompletedProcess[str]:

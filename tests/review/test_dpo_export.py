@@ -90,7 +90,8 @@ def test_pairs_are_katagos_move_over_the_played_one(reviewed, labelled_dataset, 
         loss = sign * (float(arrays["score_lead"][m - 1]) - float(arrays["score_lead"][m]))
         assert row["rejected_loss"] == pytest.approx(loss, abs=1e-3)
         assert row["rejected_loss"] >= MIN_LOSS and row["chosen_loss"] is None  # 1 visit
-        assert f"plays move {m}" in prompt
+        side = "Black" if played.color == BLACK else "White"
+        assert f"{side} ({side.lower()} stones) to play" in prompt
     if style == "llamafactory":
         (entry,) = json.loads((out / "dataset_info.json").read_text()).values()
         assert entry["ranking"] is True and entry["formatting"] == "sharegpt"

@@ -4,7 +4,10 @@ pass, the last move), and the dataset join's ``played_loss``, without KataGo."""
 
 from __future__ import annotations
 
+import json
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,13 +17,16 @@ from orchestrator.dataset import BuildOptions, build
 from orchestrator.dataset.shards import iter_shards
 from orchestrator.files import read_sgf_file
 from orchestrator.label.games import select_games
-from orchestrator.label.join import LabelJoin
+from orchestrator.label.join import LabelJoin, matching_rows, review_game
 from orchestrator.label.run import RunOptions
 from orchestrator.label.store import GameLabels, LabelSet, LabelWriter, empty_labels
 from orchestrator.positions.samples import read_file
 from orchestrator.quality.moves import OPENING
-from orchestrator.review.games import review_game
+from orchestrator.quality.report import QualityReport
+from orchestrator.report.build import write_report
 from orchestrator.rules.replay import replay
+from tests.report.synth import Game as SynthGame
+from tests.report.synth import journal_line
 
 # Black to capture White's B18 ('bb') at C18 ('cb') as the fifth move, leaving a ko at B18:
 # the stones are set up, then B Q16, W D4, B passes, W R4, B C18.
@@ -111,3 +117,66 @@ def test_the_dataset_join_knows_the_played_moves_loss(ko_game, tmp_path) -> None
     assert arrays["played_loss"] == pytest.approx(LOSSES[1:])
     assert arrays["score_lead_after"] == pytest.approx(LEADS[2:])
     assert np.isnan(arrays["katago_loss"]).all()  # one visit: KataGo searched no move
+
+
+def test_the_build_and_review_join_by_one_rule(ko_game, tmp_path) -> None:
+    """A label made for another position (its key) in the middle of the game: the dataset
+    build and the review both leave it out, through the one rule (label.join.matching_rows),
+    and agree on every other move's point loss."""
+    (game,), _ = select_games([ko_game], review=True)
+    arrays = _labels(game, LEADS)
+    arrays["key"][2] ^= 1  # the position before move 3 is another's
+    labels = GameLabels(arrays)
+    rows, wrong = matching_rows(labels, np.arange(1, 7, dtype=np.int32), game.key)
+    assert rows.tolist() == [0, 1, -1, 3, 4, 5] and wrong == 1
+    (read,) = read_file(ko_game)
+    reviewed = review_game(read, labels)
+    assert reviewed.key_mismatch == 1
+    writer = LabelWriter.open(tmp_path / "labels", RunOptions(review=True).settings(None),
+                              [str(ko_game)], resume=False)
+    writer.add(game, arrays)
+    writer.flush()
+    join = LabelJoin(LabelSet(tmp_path / "labels"), keep_missing=True)
+    build([ko_game], tmp_path / "ds", BuildOptions(), join=join)
+    (shard,) = list(iter_shards(tmp_path / "ds"))
+    review_loss = reviewed.moves.loss[shard["move_number"] - 1]
+    assert np.isnan(shard["played_loss"]).tolist() == np.isnan(review_loss).tolist()
+    assert np.isnan(review_loss).tolist() == [True, True, False, False]  # moves 2, 3 | 4, 5
+    assert shard["played_loss"][2:] == pytest.approx(review_loss[2:])
+    assert join.key_mismatch == 1
+
+
+def test_a_report_reads_each_sgf_once(ko_game, tmp_path) -> None:
+    """A labelled run's report (the move-quality section included) opens each game's SGF
+    once: the counts, the record and the positions come from one read (an audit hook
+    counts the opens)."""
+    run = tmp_path / "rec" / "ko-20260101-000000"
+    players = {"b": {"kind": "heuristic"}, "w": {"kind": "random"}}
+    record = journal_line(run.name, SynthGame(1, "b", "w", "white", moves=5), players)
+    (run / "void").mkdir(parents=True)
+    (run / record["sgf"]).write_text(KO.replace("KM[7.5]", "KM[7.5]PB[b]PW[w]"))
+    (run / "games.jsonl").write_text(json.dumps(record) + "\n")
+    (game,), _ = select_games([run], review=True)
+    writer = LabelWriter.open(run / "labels", RunOptions(review=True).settings(None),
+                              [str(run)], resume=False)
+    writer.add(game, _labels(game, LEADS))
+    writer.flush()
+    opened: list[str] = []
+    _OPENS.append(opened)
+    try:
+        report = write_report([run], tmp_path / "out")
+    finally:
+        _OPENS.remove(opened)
+    assert isinstance(report.quality, QualityReport) and report.quality.counts.labelled == 1
+    assert [Path(p).name for p in opened if str(p).endswith(".sgf")] == [record["sgf"]]
+
+
+_OPENS: list[list[str]] = []  # the lists an audit hook appends opened paths to
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open" and _OPENS and isinstance(args[0], str | Path):
+        _OPENS[-1].append(str(args[0]))
+
+
+sys.addaudithook(_audit)  # for good: a hook cannot be removed, so it does nothing when idle

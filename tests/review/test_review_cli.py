@@ -75,6 +75,12 @@ def test_point_losses_and_verdict_follow_the_labels(reviewed) -> None:
         assert player["excluded"]["opening"] == GAMES  # one of the two random plies each
         mean = np.maximum(losses, 0).mean()
         assert player["phases"]["all"]["mean_loss"]["value"] == pytest.approx(mean, abs=1e-3)
+        # KaTrain's game_report at one visit: each move weighted max(0.05, min(1, loss / 4)).
+        clipped = np.maximum(losses, 0)
+        weight = np.clip(clipped / 4, 0.05, 1)
+        katrain = 100 * 0.75 ** ((weight * clipped).sum() / weight.sum())
+        assert player["phases"]["all"]["katrain_accuracy"]["value"] == pytest.approx(
+            katrain, abs=1e-3)
         worst = player["worst"][0]
         assert worst["loss"] == pytest.approx(max(losses), abs=0.01)
     (pair,) = quality["head_to_head"]
@@ -92,11 +98,23 @@ def test_the_first_screen_says_who_loses_fewer_points(reviewed) -> None:
     assert "points a move" in sentence and "over 2 games" in sentence
     md = (reviewed.out / "report.md").read_text()
     box = md.split("\n## ")[0]
-    assert f"**move quality**: {sentence}" in box
-    assert "**interval first excludes 0**: quality not yet (2 labelled games); Elo" in box
+    # The line says which moves it is over: here every game, the first MOVE_CAP moves.
+    coverage = f"{GAMES} of {GAMES} games labelled, the first {MOVE_CAP} moves of each"
+    assert f"**move quality**: {sentence.removesuffix('.')} ({coverage})." in box
+    assert f"**verdicts**: quality not decided after {GAMES} labelled games; Elo" in box
     html = (reviewed.out / "report.html").read_text()
     verdict = html[html.index('<div class="verdict'):html.index("</div>")]
-    assert "points a move" in verdict and "interval first excludes 0" in verdict
+    assert "points a move" in verdict and coverage in verdict
+
+
+def test_a_phase_holding_every_labelled_move_is_not_a_row_again(reviewed) -> None:
+    """Labels of the first MOVE_CAP moves only: moves 1–50 are all the labelled moves, so
+    the tables show the row (and column) of every move once, and no empty later phase."""
+    md = (reviewed.out / "report.md").read_text()
+    section = md.split("## Move quality")[1].split("\n## ")[0]
+    assert "moves 1–50" not in section and "51–150" not in section and "151+" not in section
+    players = [line for line in section.splitlines() if "| all moves |" in line]
+    assert len(players) == 2  # one row each: strong, weak
 
 
 def _has(image: np.ndarray, color: tuple[int, int, int]) -> bool:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
 from contextlib import asynccontextmanager
@@ -110,6 +113,51 @@ async def test_serve_reports_a_busy_port_in_one_line(nursery) -> None:
     assert result.stderr.decode() == (
         f"serve: cannot listen on 127.0.0.1:{port}: Address already in use\n"
     )
+
+
+def test_serve_started_in_the_background_by_a_script_stops_on_sigint() -> None:
+    """Issue 30, item 11: a background job of a non-interactive shell starts with SIGINT
+    ignored, and `go19 serve &` in a script then ignored `kill -INT` (SIGTERM worked)."""
+    command = " ".join(shlex.quote(word) for word in [*CLI, "serve", "--port", "0", "--quiet"])
+    script = subprocess.Popen(["sh", "-c", f"{command} & echo $!; wait $!"], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert script.stdout is not None
+        pid = int(script.stdout.readline())
+        assert SERVING.match(script.stdout.readline())  # listening: its handlers are set
+        os.kill(pid, signal.SIGINT)
+        assert script.wait(timeout=60) == 130, script.stderr.read() if script.stderr else ""
+    finally:
+        if script.poll() is None:
+            os.kill(pid, signal.SIGKILL)
+            script.kill()
+            script.wait()
+
+
+def hf(*args: object, python: tuple[str, ...] = tuple(CLI)) -> subprocess.CompletedProcess:
+    return subprocess.run([*python, "serve", "--engine", "hf", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_serve_hf_names_base_when_no_adapter_is_given(tmp_path) -> None:
+    """Issue 30, item 11: `--listen a=:P` without adapters said "(adapters: base)"; it now
+    says that no --adapter was given and that `base` is the bare model's name."""
+    result = hf("--model", tmp_path, "--listen", "a=:0")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == ("serve: --listen 'a=:0': no adapter named 'a' (no --adapter "
+                             "given; 'base' is the model without adapter)\n")
+
+
+def test_serve_hf_without_the_extra_says_the_install_line_of_the_docs(tmp_path) -> None:
+    """It said `pip install 'go19[vlm]'`, which fetches a package named go19 from an index;
+    docs/vlm.md installs the extra into the repository's own venv."""
+    blocked = (sys.executable, "-c", "import sys; sys.modules['torch'] = None; "
+               "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))")
+    result = hf("--model", tmp_path, "--listen", "base=:0", python=blocked)
+    assert result.returncode == 2
+    assert result.stderr.startswith("serve: --engine hf needs the vlm extra: .venv/bin/pip "
+                                    "install -e '.[vlm]' (")
+    assert ".venv/bin/pip install -e '.[vlm]'" in (REPO / "docs" / "vlm.md").read_text()
 
 
 @requires_gnugo

@@ -4,6 +4,7 @@ corpus are needed; without them every test here skips with one reason."""
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
@@ -61,3 +62,29 @@ class Gate:
         self.entered.set()
         self.release.wait(60)
         return self.runner.run(jobs)
+
+
+# An EPS file whose PostScript never ends (`{ } loop`), 150 bytes: what Pillow's
+# Image.open hands Ghostscript when it is let open any format.
+EPS_LOOP = (b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 512 512\n"
+            b"%%Title: a board that never finishes drawing\n%%EndComments\n"
+            b"{ } loop\n%%EOF\n").ljust(150, b"%")
+assert len(EPS_LOOP) == 150
+
+
+@pytest.fixture
+def ghostscript(tmp_path, monkeypatch):
+    """A `gs` first on PATH that writes down each start (and exits 1, so that nothing
+    hangs if it is started): the file it writes must stay absent. Pillow looks for gs
+    once per process; it is made to look again."""
+    from PIL import EpsImagePlugin
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    started = tmp_path / "gs-started"
+    script = bin_dir / "gs"
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> {started}\nexit 1\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(EpsImagePlugin, "gs_binary", None)
+    return started

@@ -13,8 +13,9 @@ from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
+from orchestrator.players.openai_wire import Completion  # noqa: E402
 from orchestrator.serve.hf.generation import BatchRunner  # noqa: E402
-from orchestrator.serve.hf.jobs import BASE, Completion, Job, RequestError, Sampling  # noqa: E402
+from orchestrator.serve.hf.jobs import BASE, Job, RequestError, Sampling  # noqa: E402
 
 PROMPT = "What is the best move?"
 

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
 from orchestrator.serve.hf.loading import LoadError, load  # noqa: E402
+from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS  # noqa: E402
 
 
 def refusal(*args, **kwargs) -> str:
@@ -22,7 +23,7 @@ def refusal(*args, **kwargs) -> str:
 
 def test_adapters_are_classed_by_where_their_lora_modules_are(loaded) -> None:
     a, b, v = (loaded.adapters[name] for name in "abv")
-    assert (a.rank, a.targets, a.mixable) == (8, "k_proj,lm_head,o_proj,q_proj,v_proj", True)
+    assert (a.rank, a.targets, a.mixable) == (8, LANGUAGE_PROJECTIONS, True)
     assert b.mixable
     assert not v.mixable
     assert v.why_not_mixable == "2 of its LoRA modules are outside the language model"
@@ -40,7 +41,7 @@ def test_a_config_transformers_cannot_load_is_one_line(tiny, tmp_path) -> None:
 def test_adapters_of_other_models_and_non_adapters_are_refused(tiny, tmp_path) -> None:
     deep = refusal(tiny.model, {"d": tiny.adapter("deep")}, "cpu")
     assert deep == (f"--adapter d={tiny.adapter('deep')}: does not fit {tiny.model} (trained on "
-                    "an unnamed model): 8 of its 27 tensors match no module of this model")
+                    "an unnamed model): 14 of its 42 tensors match no module of this model")
     wide = refusal(tiny.model, {"w": tiny.adapter("wide")}, "cpu")
     assert wide.startswith(f"--adapter w={tiny.adapter('wide')}: does not fit ")
     assert "size mismatch for " in wide and "torch.Size([8, 48])" in wide

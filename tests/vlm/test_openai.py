@@ -19,36 +19,38 @@ from orchestrator.color import BLACK
 from orchestrator.coords import from_gtp
 from orchestrator.prompt import fill, read_template
 from orchestrator.render import render_png
-from tests.vlm.conftest import Gate
+from tests.vlm.conftest import EPS_LOOP, Gate
 from tests.vlm.tiny import ANSWERS
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
 from orchestrator.serve.hf.generation import BatchRunner  # noqa: E402
+from orchestrator.serve.hf.openai_app import MAX_BODY, ServedModel  # noqa: E402
 from orchestrator.serve.hf.server import ServeOptions, serve_vlm  # noqa: E402
-from orchestrator.serve.openai_app import MAX_BODY, ServedModel  # noqa: E402
 
 MODELS = [ServedModel("base", "/models/tiny", None), ServedModel("a", "/loras/a", "base"),
           ServedModel("b", "/loras/b", "base"), ServedModel("v", "/loras/v", "base")]
 
 
 @asynccontextmanager
-async def api(loaded, run_batch=None, **options):
+async def api(loaded, run_batch=None, log=lambda line: None, **options):
     served = ServeOptions([], read_template(None), openai=("127.0.0.1", 0), summary_s=0,
                           **options)
     async with trio.open_nursery() as nursery:
         runner = BatchRunner(loaded)
         bound = await nursery.start(partial(serve_vlm, served, run_batch or runner.run, MODELS,
-                                            lambda line: None, runner.prepare_many))
+                                            log, runner.prepare_many))
         yield bound
         nursery.cancel_scope.cancel()
 
 
-def _call(url: str, method: str, path: str, body: bytes | None) -> tuple[int, dict]:
+def _call(url: str, method: str, path: str, body: bytes | None,
+          extra: dict[str, str] | None = None) -> tuple[int, dict]:
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
     try:
         headers = {"Content-Type": "application/json"} if body is not None else {}
+        headers.update(extra or {})
         connection.request(method, parts.path + path, body=body, headers=headers)
         response = connection.getresponse()
         return response.status, json.loads(response.read() or b"null")
@@ -57,9 +59,10 @@ def _call(url: str, method: str, path: str, body: bytes | None) -> tuple[int, di
 
 
 async def call(url: str, method: str, path: str, body: object = None,
-               raw: bytes | None = None) -> tuple[int, dict]:
+               raw: bytes | None = None, headers: dict[str, str] | None = None
+               ) -> tuple[int, dict]:
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    return await trio.to_thread.run_sync(_call, url, method, path, data)
+    return await trio.to_thread.run_sync(_call, url, method, path, data, headers)
 
 
 async def declared_too_long(url: str) -> bytes:
@@ -149,18 +152,24 @@ async def test_bad_requests_are_errors_in_vllms_shape(loaded, position) -> None:
     fetched["messages"][0]["content"][0]["image_url"]["url"] = "http://example.invalid/x.png"
     not_png = chat("a", position)
     not_png["messages"][0]["content"][0]["image_url"]["url"] = data_url(b"GIF89a" + b"\0" * 40)
+    jpeg = chat("a", position)
+    jpeg["messages"][0]["content"][0]["image_url"]["url"] = "data:image/jpeg;base64,AAAA"
     cases = [
         (chat("r9", position), 404, "The model `r9` does not exist."),
-        ({"messages": []}, 400, "model is required"),
+        ({"messages": []}, 400, "model: Field required"),
+        (chat("a", position, max_tokens=True), 400, "max_tokens: Input should be a valid "
+         "integer"),
+        (chat("a", position, seed="7"), 400, "seed: Input should be a valid integer"),
         (chat("a", position, stream=True), 400, "streaming"),
-        (chat("a", position, n=2), 400, "n must be 1"),
+        (chat("a", position, n=2), 400, "n: Input should be 1"),
         (chat("a", position, guided_choice=["Q16"]), 400, "structured_outputs"),
         (chat("a", position, structured_outputs={"regex": "[A-T][0-9]+"}), 400, "only choice"),
         (chat("a", position, max_tokens=0), 400, "max_tokens"),
         (chat("a", position, temperature=-1), 400, "temperature"),
         (two_pictures, 400, "at most one picture"),
         (fetched, 400, "fetches nothing"),
-        (not_png, 400, "picture cannot be decoded"),
+        (not_png, 400, "the picture cannot be decoded: not a PNG"),
+        (jpeg, 400, "this server decodes PNG only"),
     ]
     async with api(loaded) as bound:
         for body, status, words in cases:
@@ -170,10 +179,16 @@ async def test_bad_requests_are_errors_in_vllms_shape(loaded, position) -> None:
             assert words in error["message"] and error["code"] == status
             assert error["type"] in ("BadRequestError", "NotFoundError")
         garbage = await call(bound.openai_url, "POST", "/chat/completions", raw=b"{not json")
+        deep = await call(bound.openai_url, "POST", "/chat/completions", raw=b"[" * 200_000)
+        array = await call(bound.openai_url, "POST", "/chat/completions", raw=b"[1]")
         huge = await declared_too_long(bound.openai_url)
         wrong_route = await call(bound.openai_url, "GET", "/chat/completions")
         still_up = await call(bound.openai_url, "POST", "/chat/completions", chat("b", position))
     assert garbage[0] == 400 and "not JSON" in garbage[1]["error"]["message"]
+    assert deep == (400, {"error": {  # was a 500: the standard library's RecursionError
+        "message": "the request body is not JSON (recursion limit exceeded at line 1 "
+                   "column 202)", "type": "BadRequestError", "param": None, "code": 400}})
+    assert array[1]["error"]["message"] == "the request body must be a JSON object"
     assert huge.startswith(b"HTTP/1.1 413 ") and b'"code":413' in huge
     assert wrong_route[0] == 405 and "error" in wrong_route[1]
     assert still_up[1]["choices"][0]["message"]["content"] == "D4"
@@ -206,3 +221,51 @@ async def test_a_client_that_disconnects_leaves_the_queue(loaded, position) -> N
             gate.release.set()
         assert first[0][1]["choices"][0]["message"]["content"] == "D4"
         assert (bound.stats.requests, bound.stats.batches) == (1, 1)  # the left one never ran
+
+
+async def test_a_picture_that_is_not_a_png_is_refused_and_ghostscript_never_starts(
+        loaded, position, ghostscript) -> None:
+    """The 150-byte EPS of ``{ } loop``, sent as a PNG data URL: Pillow's EPS decoder ran
+    Ghostscript on it; now a 400, and the next request is answered."""
+    eps = chat("a", position)
+    eps["messages"][0]["content"][0]["image_url"]["url"] = data_url(EPS_LOOP)
+    async with api(loaded) as bound:
+        refused = await call(bound.openai_url, "POST", "/chat/completions", eps)
+        answered = await call(bound.openai_url, "POST", "/chat/completions", chat("a", position))
+    assert not ghostscript.exists(), f"gs was started: {ghostscript.read_text()}"
+    assert refused == (400, {"error": {"message": "the picture cannot be decoded: not a PNG",
+                                       "type": "BadRequestError", "param": None, "code": 400}})
+    assert answered[1]["choices"][0]["message"]["content"] == ANSWERS["a"]
+
+
+async def test_with_an_api_key_only_bearer_key_requests_are_served(loaded, position) -> None:
+    unauthorized = {"error": {"message": "Unauthorized", "type": "Unauthorized",
+                              "param": None, "code": 401}}
+    logged: list[str] = []
+    async with api(loaded, api_key="s3cret-key", log=logged.append, request_log=logged.append,
+                   connection_log=logged.append) as bound:
+        url = bound.openai_url
+        keyless = await call(url, "POST", "/chat/completions", chat("a", position))
+        wrong = await call(url, "GET", "/models", headers={"Authorization": "Bearer s3cret"})
+        basic = await call(url, "GET", "/models", headers={"Authorization": "Basic s3cret-key"})
+        listed = await call(url, "GET", "/models",
+                            headers={"Authorization": "Bearer s3cret-key"})
+        answered = await call(url, "POST", "/chat/completions", chat("a", position),
+                              headers={"Authorization": "Bearer s3cret-key"})
+        health = await trio.to_thread.run_sync(_health, url)
+    assert keyless == wrong == basic == (401, unauthorized)
+    assert listed[0] == 200 and [m["id"] for m in listed[1]["data"]][0] == "base"
+    assert answered[1]["choices"][0]["message"]["content"] == ANSWERS["a"]
+    assert health == 200  # a load balancer's probe needs no key, as in vLLM
+    assert logged and not [line for line in logged if "s3cret" in line]  # never logged
+    assert "s3cret" not in repr(bound) + repr(ServeOptions([], "", api_key="s3cret-key"))
+
+
+def _health(url: str) -> int:
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.request("GET", "/health")
+        return connection.getresponse().status
+    finally:
+        connection.close()

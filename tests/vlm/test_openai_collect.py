@@ -15,13 +15,15 @@ from pathlib import Path
 import pytest
 import sgfmill.sgf
 
+from orchestrator.collect.audit import audit_servers
+from orchestrator.collect.matchup import load_matchup
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.coords import to_gtp
 from orchestrator.files import read_sgf_file
 from orchestrator.recordings import JOURNAL, read_journal
-from orchestrator.report.build import write_report
 from orchestrator.sgf import REPLY_PROP
 from tests.conftest import REPO
+from tests.report.synth import report_json
 from tests.vlm.serve_process import CLI, serve_process
 from tests.vlm.tiny import ANSWERS, Tiny
 
@@ -54,13 +56,30 @@ move_timeout_s = 120
 concurrency = 4
 """
 Q16 = "(;GM[1]FF[4]SZ[19];B[pd])"  # the opening occupies a's answer
+AUDITED = """
+[players.base]
+kind = "openai"
+base_urls = ["{url}"]
+model = "base"
+[players.a]
+kind = "openai"
+base_urls = ["{url}"]
+model = "a"
+[players.b]
+kind = "openai"
+base_urls = ["{url}"]
+model = "b"
+[pairing]
+black = "base"
+white = "a"
+"""
 
 
 @pytest.fixture(scope="module")
 def openai_url(tiny: Tiny, tmp_path_factory) -> Iterator[str]:
     stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
     args = ["--engine", "hf", "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
-            "--adapter", f"b={tiny.adapter('b')}", "--openai", "127.0.0.1:0", "--komi", "6.5",
+            "--adapter", f"b={tiny.adapter('b')}", "--openai", "127.0.0.1:0",
             "--device", "cpu", "--threads", "1"]
     with serve_process(args, stderr) as (_, lines):
         match = SERVING.match(lines[-1])
@@ -102,6 +121,8 @@ async def test_a_collect_routes_each_player_to_its_adapter(openai_url: str, tmp_
     assert any(line.startswith(f"● OK a {openai_url}: lists a; trial move Q16 in ")
                for line in said), said
     assert any(f"b {openai_url}: lists b; trial move D4 in " in line for line in said), said
+    assert f"● serving audit: {openai_url}: a, b answer alike alone and batched together " \
+           "(3 probe positions)" in said
     records = read_journal(run_dir / JOURNAL).records
     assert {r.black for r in records} == {"a", "b"}
     for record in records:
@@ -145,11 +166,23 @@ async def test_choice_keeps_a_legal_and_the_report_shows_tokens_and_words(
         notes = record.replies["b"]
         assert notes and all(note.reply == "D4" and note.reason == "illegal:occupied"
                              for note in notes)
-    report = write_report([run_dir], tmp_path / "report")
+    report = report_json([run_dir], tmp_path / "report")
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "tokens/move" in markdown
     assert "b said 'D4'" in markdown
     assert report["players"]["a"]["tokens"]["moves"] > 0
+
+
+async def test_the_serving_audit_finds_nothing_on_go19s_server(openai_url: str,
+                                                              tmp_path) -> None:
+    """The base model and two adapters, alone and in one mixed batch: every answer is the
+    request's own model's, so the audit passes (vLLM's base model fails it: tests/vllm)."""
+    path = tmp_path / "audited.toml"
+    path.write_text(AUDITED.format(url=openai_url))
+    said: list[str] = []
+    assert await audit_servers(load_matchup(path), said.append, strict=True) == []
+    assert said == [f"● serving audit: {openai_url}: a, b, base answer alike alone and "
+                    "batched together (3 probe positions)"]
 
 
 def test_go19_ping_lists_and_checks_the_models(openai_url: str) -> None:

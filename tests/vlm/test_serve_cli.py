@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from orchestrator.files import read_sgf_file
 from orchestrator.recordings import JOURNAL, read_journal
 from orchestrator.render import render_png
 from orchestrator.rules.replay import replay
+from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS
 from tests.conftest import REPO
 from tests.vlm.serve_process import CLI, serve_process
 from tests.vlm.tiny import ANSWERS, Tiny
@@ -74,8 +76,8 @@ def served(tiny: Tiny, tmp_path_factory) -> Iterator[Served]:
     stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
     args = ["--engine", "hf", "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
             "--adapter", f"b={tiny.adapter('b')}", "--listen", "a=:0", "--listen", "b=:0",
-            "--openai", ":0", "--komi", "6.5", "--device", "cpu", "--threads", "1",
-            "--log-requests"]
+            "--openai", ":0", "--device", "cpu", "--threads", "1",
+            "--log-requests", str(stderr.with_name("requests.jsonl"))]
     with serve_process(args, stderr) as (process, lines):
         yield Served(process, lines, stderr)
 
@@ -85,8 +87,8 @@ def test_start_up_says_device_adapters_and_ports(served: Served) -> None:
     assert device.startswith("device cpu (float32); model ")
     assert "Qwen2_5_VLForConditionalGeneration" in device
     for line, name in ((a, "a"), (b, "b")):
-        assert line.startswith(f"adapter {name}: rank 8, targets k_proj,lm_head,o_proj,q_proj,"
-                               "v_proj, mixed batches; GO19 127.0.0.1:")
+        assert line.startswith(f"adapter {name}: rank 8, targets {LANGUAGE_PROJECTIONS}, "
+                               "mixed batches; GO19 127.0.0.1:")
         assert line.endswith(served.go19[name])
     assert served.openai.startswith("http://127.0.0.1:") and served.openai.endswith("/v1")
 
@@ -114,8 +116,9 @@ async def test_a_collect_between_two_adapters_of_one_process(served: Served, tmp
         with open(summary.run_dir / record.sgf, "rb") as fh:
             sgf = sgfmill.sgf.Sgf_game.from_bytes(fh.read())
         assert len(sgf.get_main_sequence()) - 1 == record.moves == len(game.moves)
-    log = served.stderr.read_text()
-    assert re.search(r"request [ab]: batch [2-9]", log), "no batch of several requests ran"
+    log = [json.loads(line) for line in
+           served.stderr.with_name("requests.jsonl").read_text().splitlines()]
+    assert any(request["batch"] > 1 for request in log), "no batch of several requests ran"
 
 
 async def test_the_openai_port_answers_as_the_adapter_named(served: Served) -> None:
@@ -144,9 +147,11 @@ def test_go19_ping_works_on_every_port(served: Served) -> None:
     assert result.stdout.count("● OK") == 2
 
 
-def run_serve(*args: str, python: list[str] = CLI) -> subprocess.CompletedProcess:
+def run_serve(*args: str, python: list[str] = CLI,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*python, "serve", "--engine", "hf", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_refusals_are_one_line_and_exit_2(tiny: Tiny, tmp_path) -> None:
@@ -156,14 +161,41 @@ def test_refusals_are_one_line_and_exit_2(tiny: Tiny, tmp_path) -> None:
     unknown = run_serve("--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
                         "--listen", "z=:0")
     assert unknown.returncode == 2
-    assert unknown.stderr == ("serve: --listen 'z=:0': no adapter named 'z' (adapters: base, "
-                              "a)\n")
+    assert unknown.stderr == ("serve: --listen 'z=:0': no adapter named 'z' (adapters: a; "
+                              "'base' is the model without adapter)\n")
     port = run_serve("--model", str(tiny.model), "--port", "5019")
     assert port.returncode == 2 and port.stderr.startswith("serve: --engine hf takes --listen")
     classic = subprocess.run([*CLI, "serve", "--engine", "random", "--max-batch", "4"],
                              cwd=REPO, capture_output=True, text=True, timeout=60)
     assert (classic.returncode, classic.stderr) == (
         2, "serve: --max-batch is an option of --engine hf\n")
+
+
+def test_a_fact_a_go19_request_does_not_carry_is_refused_at_start(tiny: Tiny, tmp_path) -> None:
+    """A GO19 request has the board and the side to move: a template showing the move number
+    is refused, one showing the komi needs --komi; the OpenAI port alone fills nothing."""
+    numbered = tmp_path / "numbered.txt"
+    numbered.write_text("{side} plays move {move_number}.")
+    refused = run_serve("--model", str(tiny.model), "--prompt", str(numbered),
+                        "--listen", "base=:0", "--komi", "6.5")
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (f"serve: {numbered} shows {{move_number}}, which a GO19 request "
+                              "does not carry (it has only the board and the side to move): "
+                              "remove it from the template, and export with the same "
+                              "template\n")
+    komi = tmp_path / "komi.txt"
+    komi.write_text("{side} to play, komi {komi}.")
+    unknown = run_serve("--model", str(tiny.model), "--prompt", str(komi), "--listen", "base=:0")
+    assert unknown.returncode == 2
+    assert unknown.stderr == (f"serve: {komi} shows {{komi}}, which a GO19 request does not "
+                              "carry: give --komi K, the komi of the games this server "
+                              "plays\n")
+    # Past the template, these stop at the device (no CUDA here): the template was taken.
+    for args in (("--prompt", str(komi), "--listen", "base=:0", "--komi", "6.5"),
+                 ("--prompt", str(numbered), "--openai", ":0")):
+        taken = run_serve("--model", str(tiny.model), *args, "--device", "cuda:9")
+        assert taken.returncode == 2 and taken.stderr.startswith("serve: --device cuda:9"), \
+            taken.stderr
 
 
 def test_an_adapter_of_another_model_is_refused_before_any_port_opens(tiny: Tiny) -> None:
@@ -181,9 +213,9 @@ def test_without_the_extra_the_command_says_what_to_install(tiny: Tiny) -> None:
                "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))"]
     result = run_serve("--model", str(tiny.model), "--listen", "base=:0", python=blocked)
     assert result.returncode == 2
-    assert result.stderr == ("serve: --engine hf needs the vlm extra: pip install 'go19[vlm]' "
-                             "(on a GPU box, the CUDA build of torch first: docs/vlm.md); "
-                             "torch is missing\n")
+    assert result.stderr == ("serve: --engine hf needs the vlm extra: .venv/bin/pip install "
+                             "-e '.[vlm]' (on a GPU box, the CUDA build of torch first: "
+                             "docs/vlm.md); torch is missing\n")
 
 
 def test_other_commands_never_import_torch() -> None:
@@ -197,3 +229,44 @@ def test_other_commands_never_import_torch() -> None:
     result = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
                             text=True, timeout=60)
     assert result.stdout == "[]\n", result.stderr
+
+
+def test_a_keyless_openai_port_off_loopback_is_warned_before_anything_loads(
+        tiny: Tiny, tmp_path, monkeypatch) -> None:
+    """The warning comes once the command line is read (a large model loads for minutes);
+    a prompt file that is not there then stops the start, before torch is imported."""
+    monkeypatch.delenv("GO19_API_KEY", raising=False)
+    start = ["--model", str(tiny.model), "--prompt", str(tmp_path / "none.txt")]
+    warned = run_serve(*start, "--openai", "0.0.0.0:0")
+    assert warned.returncode == 2
+    first, *rest = warned.stderr.splitlines()
+    assert first == ("serve: warning: the OpenAI API on 0.0.0.0:0 has no key: anyone who can "
+                     "reach it uses the model and every adapter; give --api-key or "
+                     "$GO19_API_KEY")
+    assert rest and "warning" not in " ".join(rest)
+    for quiet in (run_serve(*start, "--openai", "0.0.0.0:0", "--api-key", "k"),
+                  run_serve(*start, "--openai", "127.0.0.1:0"),
+                  run_serve(*start, "--openai", "0.0.0.0:0", env={"GO19_API_KEY": "k"})):
+        assert quiet.returncode == 2 and "warning" not in quiet.stderr, quiet.stderr
+    misplaced = run_serve(*start, "--listen", "base=:0", "--api-key", "k")
+    assert (misplaced.returncode, misplaced.stderr) == (
+        2, "serve: --api-key is for the OpenAI API: give --openai [HOST:]PORT\n")
+
+
+def test_tiny_model_writes_a_folder_transformers_loads(tmp_path) -> None:
+    out = tmp_path / "tiny"
+    made = subprocess.run([*CLI, "tiny-model", str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    assert made.stdout == f"tiny Qwen2.5-VL (117 k parameters) in {out}\n"
+    from transformers import AutoConfig, AutoProcessor
+
+    config = AutoConfig.from_pretrained(out, local_files_only=True)
+    assert config.model_type == "qwen2_5_vl" and config.text_config.head_dim == 32
+    processor = AutoProcessor.from_pretrained(out, local_files_only=True)
+    assert processor.tokenizer.convert_tokens_to_ids("<|image_pad|>") == config.image_token_id
+    (tmp_path / "file").write_text("")
+    refused = subprocess.run([*CLI, "tiny-model", str(tmp_path / "file")], cwd=REPO,
+                             capture_output=True, text=True, timeout=60)
+    assert (refused.returncode, refused.stderr) == (
+        2, f"tiny-model: {tmp_path / 'file'}: exists and is not a folder\n")

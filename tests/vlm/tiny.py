@@ -1,24 +1,18 @@
-"""A tiny real Qwen2.5-VL and LoRA adapters that learned one move each, built once and
-cached on disk.
-
-The model is random (a config with ~130 k parameters), saved with ``save_pretrained``
-beside a byte-level tokenizer built with ``tokenizers`` (the chat template's special
-tokens added), the real Qwen2-VL image and video processors and Qwen's chat template, so
-it loads through ``AutoProcessor`` / ``AutoModelForImageTextToText`` like any Qwen-VL
-folder. Its generation config is Qwen2.5-VL-Instruct's (sampling defaults, repetition
-penalty), which the server must override to decode greedily.
+"""The tiny real Qwen2.5-VL of ``go19 tiny-model`` (:mod:`orchestrator.serve.hf.tiny`) and
+LoRA adapters that learned one move each, built once and cached on disk.
 
 The adapters are trained on the real output of ``go19 dataset export`` (jsonl) of a real
-recorded game from ../shared, answers rewritten: ``a`` always answers Q16, ``b`` D4 (the
-language model's attention and ``lm_head``, as LLaMA-Factory trains them), ``v`` K10 with
-LoRA on the vision tower's attention too (so it must be served in calls of its own). Two
-adapters are made for other models, to be refused: ``wide`` (a model with another hidden
-size: shapes differ) and ``deep`` (one more layer: tensors left over).
+recorded game from ../shared, answers rewritten: ``a`` always answers Q16, ``b`` D4 (LoRA
+on the language model's attention projections only, which every server takes, vLLM
+included), ``v`` K10 with LoRA on the vision tower's attention and ``lm_head`` too (so it
+must be served in calls of its own). Two adapters are made for other models, to be
+refused: ``wide`` (a model with another hidden size: shapes differ) and ``deep`` (one more
+layer: tensors left over).
 
 Everything lands in ``~/.cache/go19/vlm/<key>/``, the key a hash of this file, the
-template, the game and the library versions: a first run pays about a minute, later runs
-nothing. The folder is written beside and renamed into place, so an interrupted build
-leaves no half cache.
+builder's, the template, the game and the library versions: a first run pays about a
+minute, later runs nothing. The folder is written beside and renamed into place, so an
+interrupted build leaves no half cache.
 """
 
 from __future__ import annotations
@@ -36,21 +30,6 @@ GAME = REAL_SGF / "pro19" / "01-2016.12.29-Magist-Pan_Tingyu.sgf"
 ANSWERS = {"a": "Q16", "b": "D4", "v": "K10"}
 SAMPLES = 64
 STEPS = 150
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-           "<|image_pad|>", "<|video_pad|>"]
-CHAT_TEMPLATE = (
-    "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}"
-    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
-    "<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}"
-    "{{ message['content'] }}<|im_end|>\n{% else %}{% for content in message['content'] %}"
-    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
-    "<|vision_start|><|image_pad|><|vision_end|>"
-    "{% elif content['type'] == 'video' or 'video' in content %}"
-    "<|vision_start|><|video_pad|><|vision_end|>"
-    "{% elif 'text' in content %}{{ content['text'] }}{% endif %}{% endfor %}<|im_end|>\n"
-    "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-LANGUAGE_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "lm_head"]
 VISION_TARGETS = ["q_proj", "v_proj", "qkv", "lm_head"]  # qkv: the vision tower's attention
 
 
@@ -77,8 +56,10 @@ def cache_key() -> str:
     import transformers
 
     from orchestrator.prompt import default_template
+    from orchestrator.serve.hf import tiny
 
     digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(Path(tiny.__file__).read_bytes())
     digest.update(default_template().encode())
     digest.update(GAME.read_bytes())
     digest.update(f"{torch.__version__} {transformers.__version__} {peft.__version__}".encode())
@@ -105,76 +86,21 @@ def tiny_model() -> Tiny:
 def _build(tiny: Tiny) -> None:
     import torch
 
-    torch.manual_seed(0)
+    from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS, build, processor, random_model
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a shared 2-core machine: one thread trains as fast
     try:
-        processor = _processor()
-        _random_model(processor, hidden=32, layers=2).save_pretrained(tiny.model)
-        processor.save_pretrained(tiny.model)
+        build(tiny.model)
         samples = _export_samples(tiny.root / "export")
         for name, answer in ANSWERS.items():
-            targets = VISION_TARGETS if name == "v" else LANGUAGE_TARGETS
+            targets = VISION_TARGETS if name == "v" else LANGUAGE_PROJECTIONS
             _train(tiny.model, samples, answer, targets).save_pretrained(tiny.adapter(name))
+        made = processor()
         for name, hidden, layers in (("wide", 48, 2), ("deep", 32, 3)):
-            _untrained(_random_model(processor, hidden, layers)).save_pretrained(
-                tiny.adapter(name))
+            _untrained(random_model(made, hidden, layers)).save_pretrained(tiny.adapter(name))
     finally:
         torch.set_num_threads(threads)
-
-
-def _processor():  # type: ignore[no-untyped-def]
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (
-        PreTrainedTokenizerFast,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
-    )
-
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    core = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    core.decoder = decoders.ByteLevel()
-    core.add_special_tokens(SPECIAL)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>",
-                                        pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE)
-    # Few pixels, so few image tokens: 112x112 is 16 tokens after the 2x2 merge.
-    images = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=112 * 112)
-    return Qwen2_5_VLProcessor(image_processor=images, tokenizer=tokenizer,
-                               video_processor=Qwen2VLVideoProcessor(),
-                               chat_template=CHAT_TEMPLATE)
-
-
-def _random_model(processor, hidden: int, layers: int):  # type: ignore[no-untyped-def]
-    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
-
-    tokenizer = processor.tokenizer
-    ids = {token: tokenizer.convert_tokens_to_ids(token) for token in SPECIAL}
-    config = Qwen2_5_VLConfig(
-        text_config={
-            "vocab_size": len(tokenizer), "hidden_size": hidden, "intermediate_size": 2 * hidden,
-            "num_hidden_layers": layers, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "max_position_embeddings": 2048,
-            "rope_parameters": {"rope_type": "default", "mrope_section": [1, 1, 2],
-                                "rope_theta": 10000.0},
-            "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
-        },
-        vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4,
-                       "out_hidden_size": hidden, "fullatt_block_indexes": [1],
-                       "window_size": 112, "patch_size": 14, "spatial_merge_size": 2,
-                       "temporal_patch_size": 2},
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-    )
-    model = Qwen2_5_VLForConditionalGeneration(config)
-    # Qwen2.5-VL-Instruct's shipped generation_config.json, sampling defaults and all.
-    model.generation_config.update(
-        bos_token_id=ids["<|endoftext|>"], pad_token_id=ids["<|endoftext|>"],
-        eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]], do_sample=True,
-        repetition_penalty=1.05, temperature=0.1, top_p=0.001, top_k=1)
-    return model
 
 
 def _export_samples(out: Path) -> list[tuple[str, Path]]:
@@ -239,7 +165,9 @@ def _untrained(model):  # type: ignore[no-untyped-def]
     import torch
     from peft import LoraConfig, get_peft_model
 
-    peft_model = get_peft_model(model, LoraConfig(r=8, target_modules=LANGUAGE_TARGETS))
+    from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS
+
+    peft_model = get_peft_model(model, LoraConfig(r=8, target_modules=LANGUAGE_PROJECTIONS))
     with torch.no_grad():
         for name, parameter in peft_model.named_parameters():
             if "lora_B" in name:

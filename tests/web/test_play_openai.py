@@ -14,7 +14,7 @@ from tests.web.harness import skip_without_browser, wait_for
 skip_without_browser()
 
 from orchestrator.web.server import serve_play  # noqa: E402
-from tests.players.openai_server import LOCALHOST, OpenAIServer  # noqa: E402
+from tests.players.openai_server import DEEP_JSON, LOCALHOST, OpenAIServer  # noqa: E402
 from tests.web.page import board_attr, configure, press, text  # noqa: E402
 
 
@@ -73,4 +73,27 @@ def test_a_base_url_without_a_model_lists_the_models_and_plays_no_game(loop, dri
         assert not [seen for seen in server.seen if seen.method == "POST"]
     finally:
         configure(driver, "hh")
+        stop()
+
+
+def test_a_row_check_answered_with_deep_json_fails_the_row_not_the_page(loop, driver, page):
+    """200 KB of ``[`` as a server row's model list: the standard library's reader raised
+    RecursionError, which ended `go19 play` (59 lines); now the row says FAILED and the
+    page goes on (a second check of a healthy server answers)."""
+    deep = OpenAIServer(models_body=DEEP_JSON)
+    healthy = OpenAIServer(models=["base", "r5"])
+    (deep_port, stop_deep), (port, stop) = loop.start(deep.serve), loop.start(healthy.serve)
+    bad, good = f"http://{LOCALHOST}:{deep_port}/v1", f"http://{LOCALHOST}:{port}/v1"
+    try:
+        configure(driver, "vv", host1=bad, model1="r5", host2=good, model2="r5")
+        press(driver, "check1")
+        wait_for(driver, lambda d: text(d, "server1-label").startswith(
+            f"● FAILED {bad}: not JSON (nested deeper than 200 levels)"),
+            "the row's check did not fail in one line")
+        press(driver, "check2")
+        wait_for(driver, lambda d: text(d, "server2-label").startswith(f"● OK {good}: serves r5"),
+                 "the page stopped answering after the deep reply")
+    finally:
+        configure(driver, "hh")
+        stop_deep()
         stop()

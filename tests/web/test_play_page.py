@@ -20,6 +20,7 @@ from selenium.webdriver.support.ui import Select  # noqa: E402
 from orchestrator.coords import PASS, from_gtp  # noqa: E402
 from orchestrator.rules import Game, tromp_taylor  # noqa: E402
 from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
+from orchestrator.serve.engines import EngineError  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
 from orchestrator.sgf.model import BLACK_PLAYER_PROP, WHITE_PLAYER_PROP  # noqa: E402
 from orchestrator.web.server import serve_play  # noqa: E402
@@ -272,3 +273,76 @@ def test_auto_restart_stops_after_n_games_named_by_the_adapter(loop, play, drive
         assert meta["kind"] == "go19" and meta["adapter"] == "lora-r5"
         assert meta["endpoint"] == f"127.0.0.1:{port}"
         assert json.loads(game.root_props[WHITE_PLAYER_PROP]) == meta
+
+
+# -- issue 30: the first hour's rough edges -----------------------------------------------------
+
+class Failing:
+    """A GO19 engine that answers every request with an error frame."""
+
+    async def genmove(self, board, color) -> int:
+        raise EngineError("no model loaded")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_auto_restart_stops_on_a_streak_of_void_games_and_says_so(loop, play, driver):
+    """VLM vs VLM whose every answer fails: training mode, auto-restart and stop after 2
+    used to play void games for ever (the 2 count finished games only)."""
+    from orchestrator.collect.collector import MAX_VOID_STREAK
+
+    recordings, _ = play
+    port, _ = start_go19(loop, Failing())
+    configure(driver, "vv", host1="127.0.0.1", port1=port, adapter1="", host2="", port2="",
+              training=True, auto_restart=True, stop_after=2)
+    press(driver, "new")
+    wait_for(driver, lambda d: "auto-restart stopped" in text(d, "status"),
+             "auto-restart never stopped")
+    status = driver.find_element(By.ID, "status")
+    assert status.get_attribute("class") == "error"
+    assert status.text.startswith(f"auto-restart stopped: {MAX_VOID_STREAK} void games in a "
+                                  f"row (fallbacks vlm-127.0.0.1:{port}: error "), status.text
+    assert text(driver, "void-count") == f"(void {MAX_VOID_STREAK})"
+    assert text(driver, "finished-count") == "0"
+    assert len(list((recordings / "void").glob("*.sgf"))) == MAX_VOID_STREAK
+
+
+def test_a_refused_move_is_forgotten_once_a_move_is_made(play, driver):
+    """The red refusal used to stay through the passes that followed, and "Game over"."""
+    configure(driver, "hh")
+    press(driver, "new")
+    wait_for(driver, lambda d: "Black to play" in text(d, "turn"))
+    steps = [("Q16", 1, ""), ("Q16", 1, "illegal move Q16: occupied"), ("pass", 2, ""),
+             ("pass", 3, "")]
+    for action, moves, status in steps:
+        if action == "pass":
+            press(driver, "pass")
+        else:
+            click_point(driver, action)
+        wait_for(driver, lambda d, m=moves, s=status: board_attr(d, "move") == str(m)
+                 and text(d, "status") == s, f"after {action}: not move {moves}, {status!r}")
+    assert "Game over" in text(driver, "turn")
+
+
+def test_cancel_vlm_response_shows_only_where_a_vlm_plays(play, driver):
+    for mode, name, shown in (("hh", "human vs human", False), ("ha", "human vs AI", False),
+                              ("hv", "human vs VLM", True)):
+        if mode == "hv":
+            configure(driver, mode, host1="127.0.0.1", port1=free_port(), timeout=5)
+        else:
+            configure(driver, mode)
+        press(driver, "new")
+        wait_for(driver, lambda d, name=name: name in text(d, "players")
+                 and "your move" in text(d, "turn"))
+        assert driver.find_element(By.ID, "cancel").is_displayed() is shown, mode
+
+
+def test_the_pending_line_names_a_missing_model(play, driver):
+    configure(driver, "ha")
+    press(driver, "new")
+    wait_for(driver, lambda d: "your move" in text(d, "turn"))
+    configure(driver, "hv", host1="http://127.0.0.1:9/v1", model1="")
+    wait_for(driver, lambda d: "server 1 http://127.0.0.1:9/v1" in text(d, "pending"))
+    pending = text(driver, "pending")
+    assert "model 1 (none)" in pending and " ," not in pending, pending

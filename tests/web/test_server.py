@@ -160,7 +160,9 @@ async def _refused_for_a_foreign_host(url: str) -> None:
             f"GET /ws HTTP/1.1\r\nHost: {name}\r\nUpgrade: websocket\r\n"
             "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
             f"Sec-WebSocket-Version: 13\r\nOrigin: http://{name}\r\n\r\n")) == upgrade, name
-    async with trio_websocket.open_websocket_url(url.replace("http", "ws", 1) + "ws") as ws:
+    async with trio_websocket.open_websocket_url(
+            url.replace("http", "ws", 1) + "ws",
+            extra_headers=[(b"Origin", f"http://{hostport}".encode())]) as ws:
         assert json.loads(await ws.get_message())["type"]
 
 
@@ -222,7 +224,8 @@ async def test_a_page_that_never_reads_cannot_keep_the_server_from_stopping(tmp_
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(raw))
         try:
             await stream.socket.connect(("127.0.0.1", int(host.rsplit(":", 1)[1])))
-            await stream.send_all(client.send(Request(host=host, target="/ws")))
+            await stream.send_all(client.send(Request(
+                host=host, target="/ws", extra_headers=[(b"Origin", f"http://{host}".encode())])))
             while not any(isinstance(e, AcceptConnection) for e in client.events()):
                 client.receive_data(await stream.receive_some(4096))
             # The page stops reading; the game changes more than it could ever take.

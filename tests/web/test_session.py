@@ -356,3 +356,33 @@ async def test_a_training_game_whose_vlm_is_down_is_void_and_kept_apart(tmp_path
         assert kept.parent == tmp_path / "void"
         assert read_games(kept.read_bytes())[0].result == "Void"
         nursery.cancel_scope.cancel()
+
+
+async def test_auto_restart_stops_after_collects_streak_of_void_games(tmp_path, loopback_clock):
+    """Issue 30: VLM vs VLM against a host that cannot be reached, training mode,
+    auto-restart and stop after 2 played a void game every ~7 s for ever (the void games
+    never count towards the 2). Collect's rule now stops it: 10 void games in a row."""
+    from orchestrator.collect.collector import MAX_VOID_STREAK
+
+    port = free_port()
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings(
+            mode="vv", port1=port, auto_restart=True, stop_after=2, training=False)})
+        # Until it stops, or plays a game past the streak (virtual seconds: a save runs in
+        # a thread, which virtual time would jump past to the deadline: no training mode).
+        with trio.fail_after(3600):
+            while ("auto-restart stopped" not in session.status[0]
+                   and session.number <= MAX_VOID_STREAK + 1):
+                await session.pulse.wait(session.pulse.version)
+        text, level = session.status
+        assert "auto-restart stopped" in text, f"game {session.number} started: no stop"
+        with trio.fail_after(3600):
+            await session._games_done.wait()  # and no other game starts
+        assert level == "error"
+        assert text.startswith(f"auto-restart stopped: {MAX_VOID_STREAK} void games in a row "
+                               f"(fallbacks vlm-127.0.0.1:{port}: connection ")
+        assert (session.void, session.finished, session.number) == (MAX_VOID_STREAK, 0,
+                                                                    MAX_VOID_STREAK)
+        assert session.snapshot()["status"]["text"] == text  # what every page shows
+        nursery.cancel_scope.cancel()

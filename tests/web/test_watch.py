@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from functools import partial
+from html import unescape
 
 import pytest
 import trio
@@ -221,10 +222,29 @@ def test_the_watch_page_shows_the_end_of_the_run(ended_run, driver):
                     d.find_element(By.ID, "over").text, "the page never said the run is over")
     assert over.startswith("run over: 4/4 games"), over
     assert "retrying" not in driver.find_element(By.ID, "link-state").text
-    link = driver.find_element(By.CSS_SELECTOR, "#over a")
-    assert link.text == str(report / "report.html")
-    assert (report / "report.html").is_file()
+    assert str(report / "report.html") in over  # where it is on disk
     assert driver.find_element(By.ID, "progress").text.startswith("4/4 games")
+
+
+def test_the_report_link_opens_the_report_after_collect_has_exited(ended_run, driver):
+    """Issue 30: the link was a file:// URL, which a browser does not follow from an
+    http page; the page is now sent the report and opens its own copy."""
+    _, report = ended_run
+    wait_for(driver, lambda d: d.find_elements(By.ID, "report-link"))
+    first = driver.current_window_handle
+    driver.find_element(By.ID, "report-link").click()
+    wait_for(driver, lambda d: len(d.window_handles) == 2, "the link opened nothing")
+    driver.switch_to.window(next(h for h in driver.window_handles if h != first))
+    try:
+        expected = (report / "report.html").read_text(encoding="utf-8")
+        title = unescape(expected.split("<title>", 1)[1].split("</title>", 1)[0])
+        wait_for(driver, lambda d: d.title == title, f"no report titled {title!r}")
+        heading = driver.find_element(By.TAG_NAME, "h1").text
+        assert heading and heading in expected
+        assert driver.find_elements(By.CSS_SELECTOR, ".verdict")  # the report's first box
+    finally:
+        driver.close()
+        driver.switch_to.window(first)
 
 
 def test_the_watch_headline_is_the_dashboards_one_verdict_line(ended_run, driver):

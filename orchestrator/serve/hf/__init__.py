@@ -2,12 +2,13 @@
 (peft), answering GO19 ports (one adapter each) and an OpenAI-compatible port from one
 batch queue. The optional `vlm` extra; nothing here is imported by go19's other commands.
 
-Modules, one job each: :mod:`.jobs` (what a request asks and gets back, plain values),
+Modules, one job each: :mod:`.jobs` (what a request asks, plain values),
 :mod:`.loading` (the model and adapters, and the checks before any port opens),
 :mod:`.decoding` (per-row constraints and sampling inside ``generate``),
 :mod:`.generation` (one batch through the processor and ``generate``), :mod:`.batcher`
 (the trio queue that gathers requests into batches), :mod:`.stats` (request log and
-summary lines), :mod:`.engine` (a GO19 port's engine), :mod:`.openai_app` (the
-OpenAI-compatible HTTP app) and :mod:`.server` (all of it in one trio run). Only
-:mod:`.loading`, :mod:`.decoding` and :mod:`.generation` import torch.
+summary lines), :mod:`.engine` (a GO19 port's engine), :mod:`.protocol` (the OpenAI
+port's requests and errors, pydantic models), :mod:`.openai_app` (the OpenAI-compatible
+HTTP app) and :mod:`.server` (all of it in one trio run). Only :mod:`.loading`,
+:mod:`.decoding` and :mod:`.generation` import torch.
 """

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError
+from orchestrator.players.openai_wire import Completion
+from orchestrator.serve.hf.jobs import BatchTimes, Job, RequestError
 from orchestrator.serve.hf.stats import ServeStats
 
 RunBatch = Callable[[list[Job]], tuple[list[Completion | RequestError], BatchTimes]]
@@ -102,6 +103,7 @@ class Batcher:
             self._preparing -= 1
             self._changed.set()
         if isinstance(entry.result, RequestError):
+            self.stats.refused(job, entry.result, trio.current_time())
             raise entry.result
 
     async def _prepare_forever(self, prepare: Prepare) -> None:

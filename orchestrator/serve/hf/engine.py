@@ -4,10 +4,10 @@ asked of one adapter through the shared batch queue, the reply read as a move.
 What the model sees is what ``go19 dataset export`` writes for the same position: the
 picture is the PNG bytes the client sent (never re-rendered), the text is the template
 filled by :func:`orchestrator.prompt.fill`, the function the export calls, and the answer
-is read in the export's spelling by :func:`orchestrator.prompt.read_move`. Two things a
-GO19 request does not carry are told from the board and the command line: the move number
-is the stones on the board plus one (right until the first capture or pass), and the komi
-is ``--komi``.
+is read in the export's spelling by :func:`orchestrator.prompt.read_move`. A GO19 request
+carries the board and the side to move and nothing else: a template that shows the move
+number is refused at start (no board tells it: captures and passes), one that shows the
+komi needs ``--komi`` (``commands/serve_hf.py``), so no fact is guessed.
 
 ``constrain`` (``--constrain legal``) holds the answer to the spelling of an empty point
 where the stone would not be suicide, or ``pass``. Ko and superko cannot be known: GO19
@@ -18,28 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from orchestrator.coords import PASS, move_to_text
+from orchestrator.players.openai_wire import legal_texts
 from orchestrator.prompt import fill, read_move, unparsed_detail, uses_board
 from orchestrator.serve import EngineError, position
 from orchestrator.serve.hf.batcher import Batcher
 from orchestrator.serve.hf.jobs import Job, RequestError, Sampling
 
 
-def move_number(board: np.ndarray) -> int:
-    """The number of the move to play as far as the board tells: its stones plus one."""
-    return int(np.count_nonzero(board)) + 1
-
-
-def legal_answers(board: np.ndarray, color: int, spelling: str) -> tuple[str, ...]:
-    """Every empty point that is not suicide for ``color``, and ``pass``, as answers."""
-    size = board.shape[0]
-    points = position(board).legal_moves(color)
-    return tuple(move_to_text(p, size, spelling) for p in [*points, PASS])
-
-
 class VlmEngine:
     def __init__(self, batcher: Batcher, adapter: str, template: str, spelling: str,
-                 komi: float, sampling: Sampling, constrain: bool = False) -> None:
+                 komi: float | None, sampling: Sampling, constrain: bool = False) -> None:
         self.batcher = batcher
         self.adapter = adapter
         self.template = template
@@ -50,7 +38,7 @@ class VlmEngine:
         self.constrain = constrain
 
     def prompt(self, board: np.ndarray, color: int) -> str:
-        return fill(self.template, color, move_number(board), self.komi, self.spelling,
+        return fill(self.template, color, None, self.komi, self.spelling,
                     board if self.with_board else None)
 
     async def genmove_picture(self, board: np.ndarray, color: int, png: bytes) -> int:
@@ -58,7 +46,8 @@ class VlmEngine:
             raise EngineError("the request carries no picture (png_len 0): this engine "
                               "answers from the PNG")
         position(board)  # an impossible position is refused before the model sees it
-        choices = legal_answers(board, color, self.spelling) if self.constrain else None
+        choices = tuple(legal_texts(position(board), color, self.spelling)) \
+            if self.constrain else None
         messages = [{"role": "user", "content": [
             {"type": "image"}, {"type": "text", "text": self.prompt(board, color)}]}]
         sampling = Sampling(self.sampling.max_tokens, self.sampling.temperature,
@@ -67,9 +56,10 @@ class VlmEngine:
             completion = await self.batcher.submit(Job(self.adapter, messages, png, sampling))
         except RequestError as exc:
             raise EngineError(str(exc)) from None
-        move = read_move(completion.text, board.shape[0], self.spelling)
+        text = completion.text or ""
+        move = read_move(text, board.shape[0], self.spelling)
         if move is None:
-            raise EngineError(unparsed_detail(completion.text))
+            raise EngineError(unparsed_detail(text))
         return move
 
     async def aclose(self) -> None:

@@ -13,7 +13,6 @@ in calls of its own with ``set_adapter``; ``mixing=False`` splits every adapter 
 
 from __future__ import annotations
 
-import io
 import random
 import time
 from collections.abc import Iterator
@@ -24,9 +23,11 @@ import torch
 from PIL import Image
 from transformers import BatchFeature, GenerationConfig, LogitsProcessorList
 
+from orchestrator.players.openai_wire import Completion
 from orchestrator.serve.hf.decoding import ChoiceTrie, RowControls
-from orchestrator.serve.hf.jobs import BASE, BatchTimes, Completion, Job, RequestError
+from orchestrator.serve.hf.jobs import BASE, BatchTimes, Job, RequestError
 from orchestrator.serve.hf.loading import Loaded
+from orchestrator.untrusted import BadPicture, open_png
 
 MAX_PICTURE_PIXELS = 4096 * 4096  # a larger picture is refused before it is decoded
 _CHOICE_CACHE = 65536  # token ids of this many choice strings are kept
@@ -57,7 +58,8 @@ class BatchRunner:
         made: list[tuple[int, str, Image.Image | None]] = []
         for i, job in enumerate(jobs):
             try:
-                made.append((i, self._chat_text(job), _picture(job.image)))
+                job.prompt = self._chat_text(job)
+                made.append((i, job.prompt, _picture(job.image)))
             except RequestError as exc:
                 errors[i] = exc
         inputs = self._process_together(made) if len(made) > 1 else None
@@ -290,16 +292,12 @@ def _split(batch: dict[str, Any], with_picture: list[bool]) -> list[dict[str, An
 
 
 def _picture(data: bytes | None) -> Image.Image | None:
+    """The request's picture, from a client on either port: PNG only (no other decoder
+    of Pillow's ever sees the bytes; its EPS one starts Ghostscript), within the pixels
+    served."""
     if data is None:
         return None
     try:
-        image = Image.open(io.BytesIO(data))
-        width, height = image.size
-        if width * height > MAX_PICTURE_PIXELS:
-            raise RequestError(f"the picture is {width}x{height} pixels, over the "
-                               f"{MAX_PICTURE_PIXELS} pixels served")
-        return image.convert("RGB")
-    except RequestError:
-        raise
-    except Exception as exc:  # Pillow's many ways of saying "not a picture"
+        return open_png(data, MAX_PICTURE_PIXELS).convert("RGB")
+    except BadPicture as exc:
         raise RequestError(f"the picture cannot be decoded: {exc}") from None

@@ -1,5 +1,6 @@
-"""What one request asks of the model and what it gets back: plain values shared by the
-ports that make requests, the batcher and the generation code (no torch here)."""
+"""What one request asks of the model: plain values shared by the ports that make requests,
+the batcher and the generation code (no torch here). What it gets back is a
+:class:`~orchestrator.players.openai_wire.Completion`, as the OpenAI player reads one."""
 
 from __future__ import annotations
 
@@ -32,20 +33,13 @@ class Job:
     sampling: Sampling
     arrived_at: float = 0.0  # trio.current_time() when it reached the batcher
     queued_at: float = 0.0  # ... and when, prepared, it joined the queue
+    prompt: str | None = None  # the text given to the processor (chat template applied)
     inputs: dict | None = None  # the processor's tensors for this request alone, once prepared
     prepare_s: float = 0.0  # how long preparing them took (its own thread, before the queue)
     # Filled by the batcher once its batch has run:
     batch_size: int = 0
     started_at: float = 0.0
     generate_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str  # "stop" (end of answer) or "length" (max_tokens reached)
 
 
 @dataclass

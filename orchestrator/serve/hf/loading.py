@@ -136,6 +136,9 @@ def load(model_dir: Path, adapters: dict[str, Path], device_spec: str = "auto",
         warnings.simplefilter("ignore", FutureWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", message="Setting `save_embedding_layers`")
+        # peft looks for the adapter's base model folder to compare vocabularies: the base
+        # is --model here, wherever the adapter was trained.
+        warnings.filterwarnings("ignore", message="Could not find a config file in")
         for name, path in adapters.items():
             model = _add_adapter(model, model_dir, name, path, configs[name])
     model.eval()

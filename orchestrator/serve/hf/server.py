@@ -11,14 +11,14 @@ from functools import partial
 
 import trio
 
+from orchestrator.asgi import bind_listener, serve_app
 from orchestrator.protocol import go19 as wire
 from orchestrator.serve import serve_go19
 from orchestrator.serve.hf.batcher import Batcher, Prepare, RunBatch, default_prepare_threads
 from orchestrator.serve.hf.engine import VlmEngine
 from orchestrator.serve.hf.jobs import Sampling
+from orchestrator.serve.hf.openai_app import Defaults, ServedModel, openai_app
 from orchestrator.serve.hf.stats import ServeStats
-from orchestrator.serve.http import bind_listener, serve_app
-from orchestrator.serve.openai_app import Defaults, ServedModel, openai_app
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class ServeOptions:
     listens: list[Listen]
     template: str  # the prompt template's text (orchestrator.prompt.read_template)
     openai: tuple[str, int] | None = None
+    api_key: str | None = field(default=None, repr=False)  # the OpenAI port's; never shown
     max_batch: int = 32
     max_wait_ms: float = 5.0
     max_new_tokens: int = 8
@@ -43,9 +44,9 @@ class ServeOptions:
     top_p: float = 1.0
     prepare_threads: int = field(default_factory=default_prepare_threads)
     answer: str = "gtp"
-    komi: float = 7.5
+    komi: float | None = None  # only a template that shows {komi} needs it (checked at start)
     constrain: bool = False
-    log_requests: bool = False
+    request_log: Callable[[str], object] | None = None  # each request's JSON line (stats.py)
     summary_s: float = 60.0
     # The GO19 ports' connection handling, as for every `go19 serve`:
     idle_timeout: float = 60.0
@@ -80,7 +81,7 @@ async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[Ser
     """Serve until cancelled; with ``nursery.start`` it returns what is bound. A port
     that cannot be bound is a :class:`ListenError` before anything is served. ``prepare``
     makes a request's inputs as it arrives (else ``run_batch`` does, in the batch)."""
-    stats = ServeStats(log, options.log_requests)
+    stats = ServeStats(log, options.request_log)
     batcher = Batcher(run_batch, options.max_batch, options.max_wait_ms / 1000.0, stats,
                       prepare, options.prepare_threads)
     sampling = Sampling(options.max_new_tokens, options.temperature, options.top_p)
@@ -104,7 +105,8 @@ async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[Ser
             if options.openai is not None:
                 address = _address(*options.openai)
                 app = openai_app(batcher, models,
-                                 Defaults(options.max_new_tokens, options.temperature))
+                                 Defaults(options.max_new_tokens, options.temperature),
+                                 options.api_key)
                 listener = bind_listener(*options.openai)  # a port in use: OSError here
                 url = (await nursery.start(serve_app, app, listener)).rstrip("/") + "/v1"
         except OSError as exc:

@@ -1,15 +1,25 @@
-"""What the server tells about its requests: one line per request behind
-``--log-requests``, and a summary line every interval (requests/s, mean batch, where the
-model's time went, p50/p95 latency per adapter)."""
+"""What the server tells about its requests: one JSON line per request in the
+``--log-requests`` file, and a summary line every interval (requests/s, mean batch, where
+the model's time went, p50/p95 latency per adapter).
+
+A request's line says what the model was given, so that train/serve consistency can be
+audited after the fact (as vLLM's request log lets one): ``prompt``, the exact text handed
+to the processor (the chat template applied), and ``image_sha256``, of the picture's bytes
+as they arrived (the GO19 request's PNG, the data URL's decoded bytes); then the adapter,
+the answer (or the error), and where its time went.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from orchestrator.serve.hf.jobs import BatchTimes, Completion, Job, RequestError
+from orchestrator.players.openai_wire import Completion
+from orchestrator.serve.hf.jobs import BatchTimes, Job, RequestError
 
 
 def _ms(seconds: float) -> str:
@@ -39,7 +49,7 @@ class _Window:
 @dataclass
 class ServeStats:
     log: Callable[[str], None]
-    log_requests: bool = False
+    request_log: Callable[[str], object] | None = None  # gets each request's JSON line
     dropped: int = 0  # requests whose client left while they waited in the queue
     requests: int = 0
     batches: int = 0
@@ -69,8 +79,13 @@ class ServeStats:
             if isinstance(result, RequestError):
                 window.errors += 1
             window.latency[job.adapter].append(finished - job.queued_at)
-            if self.log_requests:
-                self.log(request_line(job, result, times))
+            if self.request_log is not None:
+                self.request_log(request_line(job, result, times, finished))
+
+    def refused(self, job: Job, error: RequestError, now: float) -> None:
+        """A request whose inputs could not be made: it never reached a batch."""
+        if self.request_log is not None:
+            self.request_log(request_line(job, error, None, now))
 
     def summary(self, now: float) -> str | None:
         """The summary line of the window that ends ``now`` (None when it had no request:
@@ -93,12 +108,29 @@ class ServeStats:
         return "; ".join(parts)
 
 
-def request_line(job: Job, result: Completion | RequestError, times: BatchTimes) -> str:
-    waited = max(0.0, job.queued_at - job.arrived_at - job.prepare_s)
-    head = (f"request {job.adapter}: batch {job.batch_size}, queued "
-            f"{_ms(job.started_at - job.queued_at)}, prepare {_ms(job.prepare_s)} "
-            f"(+{_ms(waited)} for a thread), generate {_ms(times.generate_s)}")
+def _ms_value(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def request_line(job: Job, result: Completion | RequestError, times: BatchTimes | None,
+                 finished: float) -> str:
+    """One request's JSON line (``times`` None: refused before any batch)."""
+    record: dict = {
+        "adapter": job.adapter,
+        "prompt": job.prompt,
+        "image_sha256": None if job.image is None else hashlib.sha256(job.image).hexdigest(),
+        "answer": None if isinstance(result, RequestError) else result.text,
+        "ms": _ms_value(finished - job.arrived_at),
+    }
     if isinstance(result, RequestError):
-        return f"{head}, error: {result}"
-    return (f"{head}, tokens {result.prompt_tokens}+{result.completion_tokens}, "
-            f"answer {result.text[:40]!r}")
+        record["error"] = str(result)
+    else:
+        record.update(tokens=[result.prompt_tokens, result.completion_tokens],
+                      finish_reason=result.finish_reason)
+    record["prepare_ms"] = _ms_value(job.prepare_s)
+    if times is not None:
+        waited = max(0.0, job.queued_at - job.arrived_at - job.prepare_s)
+        record.update(batch=job.batch_size, thread_wait_ms=_ms_value(waited),
+                      queued_ms=_ms_value(job.started_at - job.queued_at),
+                      generate_ms=_ms_value(times.generate_s))
+    return json.dumps(record, ensure_ascii=False)

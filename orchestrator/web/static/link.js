@@ -10,12 +10,12 @@ export function connect({onMessage, onState}) {
     socket = new WebSocket(`${scheme}://${location.host}/ws`);
     socket.onopen = () => onState("open");
     socket.onmessage = (ev) => onMessage(JSON.parse(ev.data));
-    socket.onclose = () => {
+    socket.onclose = (ev) => {
       if (finished) {
         onState("finished");
         return;
       }
-      onState("lost");
+      onState("lost", ev.reason);  // the server's reason, if it gave one (too many pages)
       setTimeout(open, 1000);
     };
   }
@@ -30,8 +30,9 @@ export function connect({onMessage, onState}) {
   };
 }
 
-export function showLink(state, lostText) {
+export function showLink(state, lostText, reason) {
   document.body.classList.toggle("connecting", state !== "open" && state !== "finished");
   document.getElementById("link-state").textContent =
-    state === "open" || state === "finished" ? "" : state === "lost" ? lostText : "connecting…";
+    state === "open" || state === "finished" ? "" :
+    state === "lost" ? lostText + (reason ? ` (${reason})` : "") : "connecting…";
 }

@@ -16,6 +16,7 @@ const FIELDS = {
   training: "training", auto_restart: "auto-restart", stop_after: "stop-after",
   auto_reconnect1: "auto-reconnect1", auto_reconnect2: "auto-reconnect2",
 };
+const VLM_MODES = ["av", "hv", "vv"];
 const typing = new Set();  // settings being typed into, not sent yet: left alone
 let board = null;
 let last = null;           // the latest snapshot
@@ -23,7 +24,7 @@ let pngVersion = null;
 
 const link = connect({
   onMessage: show,
-  onState: (state) => showLink(state, "connection to go19 lost — retrying…"),
+  onState: (state, reason) => showLink(state, "connection to go19 lost — retrying…", reason),
 });
 
 function valueOf(input) {
@@ -69,7 +70,7 @@ function fillForm(settings) {
     }
   }
   const mode = settings.mode;
-  $("server1").hidden = !["av", "hv", "vv"].includes(mode);
+  $("server1").hidden = !VLM_MODES.includes(mode);
   $("server2").hidden = mode !== "vv";
   $("colour-row").hidden = mode === "hh" || mode === "vv";
   $("colour-label").textContent = mode === "av" ? "AI colour" : "your colour";
@@ -108,6 +109,7 @@ function show(msg) {
     label.textContent = msg.servers[i].label;
     label.className = "label " + msg.servers[i].colour;
   }
+  $("cancel").hidden = !VLM_MODES.includes(g.mode);  // nothing to cancel without a VLM
   $("cancel").disabled = !msg.can_cancel;
   $("finished-count").textContent = msg.finished;
   $("void-count").textContent = msg.void ? ` (void ${msg.void})` : "";

@@ -20,8 +20,8 @@ const link = connect({
   onMessage: (msg) => {
     for (const m of Array.isArray(msg) ? msg : [msg]) (handlers[m.type] || (() => {}))(m);
   },
-  onState: (state) => {
-    showLink(state, "connection to collect lost — retrying…");
+  onState: (state, reason) => {
+    showLink(state, "connection to collect lost — retrying…", reason);
     if (state === "finished") $("link-state").textContent = "collect has exited";
   },
 });
@@ -50,10 +50,17 @@ const handlers = {
       const over = $("over");
       over.replaceChildren(msg.over.text);
       if (msg.over.report) {
+        // The page's own copy of report.html: it opens after collect has exited too
+        // (a file:// link is one a browser will not follow from an http page).
         const a = document.createElement("a");
-        a.href = "file://" + msg.over.report;
-        a.textContent = msg.over.report;
-        over.append(" · report: ", a);
+        a.href = URL.createObjectURL(new Blob([msg.over.report.html], {type: "text/html"}));
+        a.target = "_blank";
+        a.textContent = "open the report";
+        a.id = "report-link";
+        const where = document.createElement("span");
+        where.className = "where";
+        where.textContent = ` (${msg.over.report.path})`;
+        over.append(" · ", a, where);
       }
       over.hidden = false;
     }

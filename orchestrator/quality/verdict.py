@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.events import PlayerLoss, QualityStatus
+from orchestrator.quality.running import PlayerLoss, QualityStatus
 from orchestrator.quality.summary import Interval
 from orchestrator.words import plural
 

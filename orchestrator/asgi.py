@@ -2,22 +2,25 @@
 run, so the web server, the games and the collector share one event loop and one nursery
 tree: the watch and play pages (:mod:`orchestrator.web.server`) and the VLM server's
 OpenAI-compatible port (:mod:`orchestrator.serve.hf.server`). The listening socket is
-bound before anything else starts, so a busy port is one line before any game."""
+bound before anything else starts, so a busy port is one line before any game.
+
+A job helper (docs/DESIGN.md's layers): the two jobs that serve HTTP share it, and
+neither imports the other for it. Needs Hypercorn (the ``web`` and ``vlm`` extras)."""
 
 from __future__ import annotations
 
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from hypercorn.typing import ASGIFramework
+from starlette.types import ASGIApp
 
-if TYPE_CHECKING:
-    from starlette.applications import Starlette
+from orchestrator.ws_limit import bound_websocket_messages
 
 
 def bind_listener(host: str, port: int) -> socket.socket:
@@ -40,19 +43,24 @@ def url_for(binds: list[str]) -> str:
     return binds[0] + "/"
 
 
-async def serve_app(app: Starlette, listener: socket.socket,
+async def serve_app(app: ASGIApp, listener: socket.socket,
                     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
-                    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+                    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED, *,
+                    websocket_max_message: int | None = None) -> None:
     """Serve ``app`` on ``listener`` until cancelled (or ``shutdown_trigger`` returns);
-    with ``nursery.start`` it returns the page's URL."""
+    with ``nursery.start`` it returns the page's URL. A WebSocket message longer than
+    ``websocket_max_message`` characters closes its connection (1009) and is not kept."""
     config = Config()
     config.bind = [f"fd://{listener.detach()}"]
     config.accesslog = None
     config.errorlog = None  # a page that goes away mid-request is not an error of ours
     config.graceful_timeout = 1.0
+    if websocket_max_message is not None:
+        bound_websocket_messages()
+        config.websocket_max_message_size = websocket_max_message
     with _plain_oserror():
-        # Starlette is an ASGI 3 app; its signature spells the scope as a plain mapping
-        # where Hypercorn's spells out each kind of scope.
+        # An ASGI 3 app whose signature spells the scope as a plain mapping, where
+        # Hypercorn's spells out each kind of scope.
         await serve(cast(ASGIFramework, app), config, shutdown_trigger=shutdown_trigger,
                     task_status=_UrlStatus(task_status))
 

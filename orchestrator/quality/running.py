@@ -1,17 +1,47 @@
 """The running move quality of a live review (``collect --review``): each reviewed game's
-moves (:mod:`.games`) kept in the journal's order, and after each one the numbers the report
-gives the same games (:mod:`orchestrator.quality.summary`: a player's mean point loss with its
-bootstrap interval, the paired difference), as a :class:`~orchestrator.events.QualityStatus`
-that :func:`orchestrator.review.verdict.quality_line` words."""
+moves (:func:`orchestrator.label.join.review_game`) kept in the journal's order, and after
+each one the numbers the report gives the same games (:mod:`orchestrator.quality.summary`: a
+player's mean point loss with its bootstrap interval, the paired difference), as a
+:class:`QualityStatus` that :func:`orchestrator.quality.verdict.quality_line` words and
+:class:`orchestrator.events.GameReviewed` carries."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from orchestrator.color import BLACK, WHITE
-from orchestrator.events import PairLoss, PlayerLoss, QualityStatus
 from orchestrator.quality import summary
 from orchestrator.quality.moves import GameMoves
+from orchestrator.quality.summary import Interval
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerLoss:
+    """One player's mean point loss a move over its reviewed games."""
+
+    player: str
+    games: int
+    mean_loss: Interval
+
+
+@dataclass(frozen=True, slots=True)
+class PairLoss:
+    """The paired verdict's numbers: ``opponent``'s mean point loss minus ``player``'s
+    over the ``games`` reviewed games they played against each other."""
+
+    player: str
+    opponent: str
+    games: int
+    difference: Interval
+
+
+@dataclass(frozen=True, slots=True)
+class QualityStatus:
+    """The running move quality after the latest reviewed game."""
+
+    games: int  # reviewed games
+    players: tuple[PlayerLoss, ...]
+    pair: PairLoss | None  # None for self-play
 
 
 @dataclass(frozen=True, slots=True)
