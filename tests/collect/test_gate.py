@@ -77,13 +77,14 @@ def mixed_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def lopsided(tmp_path_factory) -> SimpleNamespace:
-    """Level 2 against the random mover, four games at a time, stopped by its gate."""
+    """Level 2 against the random mover, one game at a time (so the same games every run:
+    the random mover loses them all), stopped by its gate."""
     root = tmp_path_factory.mktemp("lopsided")
     stop = ('[stop]\ngate = { candidate = "strong", elo0 = 0, elo1 = 35, alpha = 0.05, '
             f'beta = 0.05, min_games = {LOPSIDED_MIN_GAMES} }}')
     path = root / "lopsided.toml"
     path.write_text(MATCHUP.format(name="lopsided", opponent="random", kind="random",
-                                   level="", concurrency=4, stop=stop))
+                                   level="", concurrency=1, stop=stop))
     options = CollectOptions(matchup_path=path, games=200, recordings=root / "rec",
                              dashboard=False)
     summary = trio.run(collect, options)
@@ -153,12 +154,13 @@ def test_collect_stops_at_the_gate_never_before_min_games(lopsided) -> None:
     stop = summary.state.stop
     assert isinstance(stop, GateDecided) and stop.gate.decision == "H1"
     assert summary.exit_code == 0 and summary.stop_kind == "gate"
-    # Level 2 wins every pair: its LLR passes 2.94 after 31 pairs (62 games), so the
-    # decision waits for min_games exactly.
+    # Level 2 wins every pair: its LLR passes 2.94 long before min_games, and the decision
+    # waits for min_games exactly.
+    games = records(lopsided.run_dir)
+    assert all(points(r, "strong") == 1.0 for r in games)
+    assert schedule_walk(games, "strong", 0, 35).games < LOPSIDED_MIN_GAMES
     assert stop.gate.games == LOPSIDED_MIN_GAMES
     assert summary.state.gate == stop.gate
-    games = records(lopsided.run_dir)
-    assert len(games) >= LOPSIDED_MIN_GAMES
     walked = schedule_walk(games, "strong", 0, 35, min_games=LOPSIDED_MIN_GAMES)
     assert (walked.decision, walked.games) == ("H1", stop.gate.games)
     assert stop_reason(stop) == gate_line(stop.gate)
