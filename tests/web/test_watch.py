@@ -252,14 +252,19 @@ def test_the_report_link_opens_the_report_after_collect_has_exited(ended_run, dr
 
 def test_the_watch_headline_is_the_dashboards_one_verdict_line(ended_run, driver):
     run_dir, _ = ended_run
-    from orchestrator.collect.matchup import Sprt
+    from orchestrator.collect.matchup import Matchup
     from orchestrator.collect.standings import verdict_text
     from orchestrator.collect.state import RunState
-    from orchestrator.collect.stopping import head_to_head_live
-    from orchestrator.recordings import read_journal
+    from orchestrator.collect.stopping import StopRules, head_to_head_live
+    from orchestrator.recordings import read_journal, read_run_file
 
     records = read_journal(run_dir / "games.jsonl").records
-    h = head_to_head_live(records, "strong", "weak", Sprt(elo0=0, elo1=50))
+    rules = StopRules(Matchup.model_validate(read_run_file(run_dir)["matchup"]))
+    for record in records:
+        rules.add(record)
+    stop = rules.status("sprt")
+    assert stop is not None
+    h = head_to_head_live(records, "strong", "weak", [stop])
     expected = verdict_text(h, RunState(run_dir.name, 4, ["strong", "weak"])).plain
     wait_for(driver, lambda d: d.find_elements(By.ID, "verdict")
              and d.find_element(By.ID, "verdict").text == expected,
