@@ -118,8 +118,8 @@ async def measure(mode: str, replies: int) -> Tally:
                                        players, rules, seed=game_number)
                 tally.games += 1
                 tally.fallbacks.update(game.fallbacks["vlm"])
-                for index, (move, details) in enumerate(zip(game.moves, game.move_details(),
-                                                            strict=True)):
+                for index, move in enumerate(game.moves):
+                    details = move.reply
                     if move.color != 1:
                         continue
                     tally.asked += 1

@@ -21,7 +21,8 @@ Masked there (they are the clock's, not the code's): a manifest's ``created`` an
 (issue 21: the game table's ``path`` relative to it), both game tables are compared with
 each path resolved as ``load_games`` resolves it (to the ``file`` it reads), and their
 manifests without ``sgf_root`` and with the sha256 of that resolved table: the same games
-at the same files, spelt from two dataset folders.
+at the same files, spelt from two dataset folders. Any other `"../…"` path in a manifest (an
+export's `dataset`) is compared made absolute, for the same reason.
 
 Then each checkout records its own demo run (``matchups/demo.toml`` with one game at a
 time, so the embedded heuristic servers see their requests in one order, and a picture
@@ -88,6 +89,20 @@ def resolve_sgf_paths(dataset: Path) -> None:
     manifest_path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
 
 
+RELATIVE = re.compile(rb'"(\.\./[^"]*)"')
+
+
+def resolve_relative(path: Path) -> bytes:
+    """A manifest's bytes with every ``"../…"`` path it holds (relative to its folder:
+    ``sgf_root``, an export's ``dataset``) made absolute: the before and after outputs sit
+    in two folders, so the same target is spelt two ways. Other files as they are."""
+    data = path.read_bytes()
+    if path.name != "manifest.json":
+        return data
+    return RELATIVE.sub(lambda m: b'"' + os.path.normpath(
+        os.path.join(path.parent.resolve(), m.group(1).decode())).encode() + b'"', data)
+
+
 def mask(data: bytes, rules: list[tuple[re.Pattern[bytes], bytes]]) -> bytes:
     for pattern, replacement in rules:
         data = pattern.sub(replacement, data)
@@ -114,17 +129,19 @@ class Comparison:
                       "\n".join(names_a).encode())
             return
         different = []
-        for name in names_b:
-            b, a = (before / name).read_bytes(), (after / name).read_bytes()
+
+        def read(root: Path, name: str) -> bytes:
             rule = (rules or {}).get(Path(name).name, [])
-            if mask(b, rule) != mask(a, rule):
+            return mask(resolve_relative(root / name), rule)
+
+        for name in names_b:
+            if read(before, name) != read(after, name):
                 different.append(name)
         detail = f"{len(names_b)} files"
         if different:
             first = different[0]
-            rule = (rules or {}).get(Path(first).name, [])
             detail += f", {len(different)} differ, first {first}: " + _first_difference(
-                mask((before / first).read_bytes(), rule), mask((after / first).read_bytes(), rule))
+                read(before, first), read(after, first))
         self.rows.append((what, "same" if not different else detail))
         print(f"{'ok  ' if not different else 'DIFF'} {what} ({detail})", flush=True)
 

@@ -19,6 +19,7 @@ from orchestrator.commands import (
     collect,
     dataset,
     examples,
+    gate,
     label,
     ping,
     play,
@@ -30,12 +31,13 @@ from orchestrator.commands import (
 )
 
 # `go19 --help` lists them in this order: the workflow first (collect games, report on
-# them, check SGF files, build a dataset, label it, review move quality), then the tools
-# around it. A new command goes where it fits the workflow; a web UI to play in goes
-# after `ping`.
+# them, gate a candidate on them, check SGF files, build a dataset, label it, review move
+# quality), then the tools around it. A new command goes where it fits the workflow; a web
+# UI to play in goes after `ping`.
 COMMANDS = (
     collect,
     report,
+    gate,
     replay,
     dataset,
     label,

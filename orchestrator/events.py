@@ -18,7 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, dataclass_transform
 
+from orchestrator.move_record import MoveRecord
 from orchestrator.quality.running import QualityStatus
+from orchestrator.ratings import Counts, Wdl
 from orchestrator.recordings import JournalRecord
 
 
@@ -46,17 +48,13 @@ class GameStarted(Event):
 
 
 class MovePlayed(Event):
-    """A move on the board. ``source`` is its SGF mark (None: the player's own move,
-    ``opening``, ``fallback:<reason>``); ``ms`` how long the player took to answer, when
-    it answered in time (an illegal answer too)."""
+    """A move on the board, ``number`` (1-based) of ``game``, as its record keeps it (who
+    chose it, with the fallback's reason; how long ``player`` took to answer)."""
 
     game: int
-    move: int  # 1-based
+    number: int
     player: str
-    color: int
-    point: int
-    source: str | None
-    ms: float | None
+    move: MoveRecord
 
 
 class Fallback(Event):
@@ -147,10 +145,16 @@ class RunResumed(Event):
     target: int
 
 
+StopRuleKind = Literal["sprt", "gate"]
+
+
 @dataclass(frozen=True, slots=True)
 class SprtStatus:
-    """The SPRT of the matchup's pairing after the latest game (not an event: the run
-    state keeps the latest, :class:`SprtAccepted` carries the deciding one)."""
+    """A stop rule's SPRT (``[stop] sprt``; ``[stop] gate``, ``player`` its candidate) over
+    the games it counts, in schedule order (not an event: the run state keeps the latest,
+    :class:`SprtAccepted` and :class:`GateDecided` carry the deciding one). ``games`` are
+    those games, ``results`` the player's W/L/D in them, ``counts`` the samples of the LLR
+    (games, or colour-swapped pairs); a gate decides only from ``min_games`` on."""
 
     player: str
     opponent: str
@@ -160,6 +164,11 @@ class SprtStatus:
     lower: float
     upper: float
     decision: Literal["H0", "H1"] | None
+    games: int = 0
+    results: Wdl = Wdl()
+    counts: Counts | None = None
+    rule: StopRuleKind = "sprt"
+    min_games: int = 0
 
 
 class RunStop(Event):
@@ -168,6 +177,12 @@ class RunStop(Event):
 
 class SprtAccepted(RunStop):
     sprt: SprtStatus
+
+
+class GateDecided(RunStop):
+    """``[stop] gate`` decided: H1 accepts the candidate (``gate.player``), H0 rejects it."""
+
+    gate: SprtStatus
 
 
 class PlayerDownTooLong(RunStop):

@@ -6,10 +6,11 @@ A run folder holds ``run.json`` (the matchup and target), one SGF per finished g
 one :class:`JournalRecord` per line. Each SGF carries its own journal record in the
 root property :data:`RECORD_PROP`, so a lost line can be rebuilt from the SGF.
 
-The same model writes and reads a record; the words a record and an SGF use for
-who chose a move (:data:`OPENING`, ``fallback:<reason>``) and who won
-(:data:`WINNER_NAMES`) are here too, and so is the one way a record becomes a rated
-game (:func:`rated_game`) and pairs of players become counts (:func:`head_to_head`).
+The same model writes and reads a record; a whole game is its record and its moves
+(:class:`GameRecord`, the moves typed by :mod:`orchestrator.move_record`, which also owns
+the words an SGF uses for who chose a move). The words for who won
+(:data:`WINNER_NAMES`) are here, and so is the one way a record becomes a rated game
+(:func:`rated_game`) and pairs of players become counts (:func:`head_to_head`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal, get_args
+from typing import get_args
 
 from pydantic import (
     BaseModel,
@@ -30,6 +32,8 @@ from pydantic import (
 )
 
 from orchestrator.color import BLACK, WHITE
+from orchestrator.move_record import MoveRecord
+from orchestrator.move_record import move_origin as move_origin  # report/load reads marks
 from orchestrator.ratings.elo import Pentanomial, Wdl
 from orchestrator.ratings.outcomes import (
     GameOutcome,
@@ -49,11 +53,6 @@ CORRUPT_DIR = "corrupt"  # unreadable SGFs that resume moved aside
 SGF_GLOB = "baduk-*.sgf"
 RECORD_PROP = "GOXIXREC"  # the SGF root's copy of its journal record
 
-# Who chose a move (SGF GOXIXSRC, journal fallbacks): no mark is the player's own policy.
-OPENING = "opening"
-FALLBACK_PREFIX = "fallback:"
-MoveOrigin = Literal["own", "opening", "fallback"]
-
 # Colour of the winner (0: a draw, None: no result) to the journal's ``winner``; the
 # names themselves are the ratings' :data:`~orchestrator.ratings.outcomes.Winner`.
 WINNER_NAMES: dict[int | None, Winner | None] = dict(
@@ -61,26 +60,22 @@ WINNER_NAMES: dict[int | None, Winner | None] = dict(
 )
 
 
-def sgf_name(stamp: str, game: int) -> str:
-    """The SGF file name of game number ``game`` finished at UTC ``stamp``."""
-    return f"baduk-{stamp}-{game:05d}.sgf"
+def utc_stamp(ts: float) -> str:
+    """The UTC stamp of run ids and SGF names: ``20250101-120000``."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y%m%d-%H%M%S")
 
 
-def fallback_source(reason: str) -> str:
-    """The source mark of a move the fallback policy played, e.g. ``fallback:timeout``."""
-    return f"{FALLBACK_PREFIX}{reason}"
+def iso(ts: float) -> str:
+    """A record's ``started``/``finished``: UTC to the second, ``2025-01-01T12:00:00Z``."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def move_origin(source: str | None) -> MoveOrigin:
-    """Who chose a move, from its source mark (``None`` is the player's own policy)."""
-    if source is None:
-        return "own"
-    return "opening" if source == OPENING else "fallback"
-
-
-def fallback_reason(source: str) -> str:
-    """``timeout`` for ``fallback:timeout``; any other mark as it is."""
-    return source.removeprefix(FALLBACK_PREFIX)
+def sgf_name(stamp: str, game: int, copy: int = 1) -> str:
+    """The SGF file name of game number ``game`` finished at UTC ``stamp``; ``copy`` 2, 3 …
+    names another game of the same stamp and number (``…-00001-2.sgf``, the play page's
+    saves from servers started in the same second)."""
+    suffix = "" if copy == 1 else f"-{copy}"
+    return f"baduk-{stamp}-{game:05d}{suffix}.sgf"
 
 
 # -- the journal record ----------------------------------------------------------
@@ -156,7 +151,7 @@ class TokenCounts(_Part):
 
 class ReplyNote(_Part):
     """What a model said on a move it did not get to play (a fallback): its reply and
-    reasoning texts, bounded (:data:`~orchestrator.players.openai_wire.KEPT_CHARS`)."""
+    reasoning texts, bounded (:data:`~orchestrator.move_record.KEPT_CHARS`)."""
 
     move: int = Field(ge=1)
     reason: str
@@ -242,6 +237,27 @@ def record_from_sgf(game: SgfGame) -> JournalRecord:
         return parse_record(text)
     except RecordError as exc:
         raise RecordError(f"{RECORD_PROP}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """One finished game as the recordings keep it: its journal record (the ``games.jsonl``
+    line, the SGF's :data:`RECORD_PROP`) and its moves in order.
+
+    The referee's outcome becomes one (``collect.referee.RefereedGame.record``); collect's
+    recorder and the play page's training save only write it (its SGF, then its line), and
+    readers get it back from the SGF (:func:`game_record_from_sgf`, or with the game's
+    positions :func:`orchestrator.positions.recorded.read_recorded_game`), the same but for
+    the moves' reply details (:class:`~orchestrator.move_record.MoveRecord`)."""
+
+    journal: JournalRecord
+    moves: tuple[MoveRecord, ...]
+
+
+def game_record_from_sgf(game: SgfGame) -> GameRecord:
+    """The game an SGF go19 wrote holds: its :data:`RECORD_PROP` record and its moves.
+    Raises :class:`RecordError` when the record is missing or not one."""
+    return GameRecord(record_from_sgf(game), tuple(map(MoveRecord.from_sgf, game.moves)))
 
 
 @dataclass(frozen=True)

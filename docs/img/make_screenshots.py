@@ -94,7 +94,8 @@ concurrency = 2
 def web_scenes(out: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    from orchestrator.serve import HeuristicEngine, serve_go19
+    from orchestrator.players.heuristic import HeuristicPlayer
+    from orchestrator.serve import serve_go19
     from orchestrator.web.server import serve_play
     from tests.web.harness import TrioLoop, free_port, headless_chromium, wait_for
     from tests.web.page import board_attr, click_point, configure, press, text
@@ -157,7 +158,8 @@ def web_scenes(out: Path) -> None:
         hover(driver, "O3")
         photograph(driver, "play-human-vs-ai")
 
-        port, stop = loop.start(partial(serve_go19, HeuristicEngine(seed=2), "127.0.0.1", 0))
+        port, stop = loop.start(partial(serve_go19, HeuristicPlayer("engine", seed=2),
+                                        "127.0.0.1", 0))
         configure(driver, "hv", host1="127.0.0.1", port1=port, adapter1="", timeout=10)
         tick(driver, "show-png", True)
         press(driver, "check1")
@@ -177,7 +179,7 @@ def web_scenes(out: Path) -> None:
         wait_for(driver, lambda d: "reconnect wait" in d.find_element(By.ID, "server1-label").text)
         photograph(driver, "play-server-down")
 
-        slow, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=5), "127.0.0.1", 0,
+        slow, _ = loop.start(partial(serve_go19, HeuristicPlayer("engine", seed=5), "127.0.0.1", 0,
                                      delay_ms=30))
         configure(driver, "av", port1=slow, auto_reconnect1=False, colour="white",
                   adapter1="heuristic-l2")
@@ -187,7 +189,7 @@ def web_scenes(out: Path) -> None:
         photograph(driver, "play-ai-vs-vlm")
         tick(driver, "numbers", False)
 
-        fast, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=8), "127.0.0.1", 0))
+        fast, _ = loop.start(partial(serve_go19, HeuristicPlayer("engine", seed=8), "127.0.0.1", 0))
         configure(driver, "vv", host1="127.0.0.1", port1=fast, adapter1="heuristic-l2",
                   host2="", port2="", training=False, auto_restart=False)
         press(driver, "new")
@@ -207,9 +209,10 @@ def web_scenes(out: Path) -> None:
 def watch_scenes(loop, driver, tmp: Path, photograph, free_port, wait_for, text, moves) -> None:
     from selenium.webdriver.common.by import By
 
-    from orchestrator.serve import HeuristicEngine, serve_go19
+    from orchestrator.players.heuristic import HeuristicPlayer
+    from orchestrator.serve import serve_go19
 
-    port, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=1), "127.0.0.1", 0,
+    port, _ = loop.start(partial(serve_go19, HeuristicPlayer("engine", seed=1), "127.0.0.1", 0,
                                  slots=2, delay_ms=40))
     matchup = tmp / "screenshot.toml"
     matchup.write_text(WATCHED.format(port=port))

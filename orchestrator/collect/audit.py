@@ -29,10 +29,9 @@ from orchestrator.collect.matchup import Matchup, OpenAIPlayerSpec
 from orchestrator.collect.players import ask_settings
 from orchestrator.collect.schedule import random_opening
 from orchestrator.coords import move_to_text
-from orchestrator.players.base import Unparsed
+from orchestrator.players.base import Answer, Unparsed
 from orchestrator.players.openai import (
     AskSettings,
-    OpenAIAnswer,
     OpenAIEndpoint,
     OpenAIPlayer,
     api_key_from_env,
@@ -91,7 +90,7 @@ def _servers(matchup: Matchup) -> dict[str, list[tuple[str, OpenAIPlayerSpec]]]:
     return {url: sorted(models.items()) for url, models in served.items() if len(models) > 1}
 
 
-def _answer(answer: OpenAIAnswer, size: int, spelling: str) -> str | None:
+def _answer(answer: Answer, size: int, spelling: str) -> str | None:
     """The answer in words (``'Q16'``, ``no move 'xyz'``), None for a failed request."""
     if answer.point is not None:
         return repr(move_to_text(answer.point, size, spelling))

@@ -5,7 +5,9 @@ game for it is in the journal. Starting a game takes the lowest slot neither
 done nor in flight, so a void game's slot is replayed and a resumed run replays
 exactly the slots that were in flight when it died. A player whose every replica
 is down pauses the games that need it (an :class:`Outage`), up to ``down_pause_s``;
-a streak of ``MAX_VOID_STREAK`` void games stops the run, naming why.
+a streak of ``MAX_VOID_STREAK`` void games stops the run, naming why; so does a stop rule
+(``[stop] sprt``, ``[stop] gate``) deciding over the games it counts in schedule order
+(:mod:`.stopping`: a resumed run's records are counted before any game starts).
 
 The collector is built whole, from the run's parts: the matchup, its schedule, the run
 state (already holding a resumed run's records), the live players and the recorder.
@@ -26,16 +28,16 @@ from orchestrator.collect.recorder import Recorder, RecordingError
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
 from orchestrator.collect.schedule import Schedule
 from orchestrator.collect.state import RunState
-from orchestrator.collect.stopping import sprt_check
+from orchestrator.collect.stopping import StopRules
 from orchestrator.events import (
     GameRecorded,
     GameStarted,
+    GateDecided,
     Interrupted,
     PlayerBack,
     PlayerDown,
     PlayerDownTooLong,
     RunStop,
-    SprtAccepted,
     VoidStreak,
 )
 from orchestrator.recordings import JournalRecord
@@ -78,10 +80,13 @@ class Collector:
         self.done_slots: set[int] = set()
         self.in_flight: dict[int, int] = {}  # slot -> game number
         self.next_number = 1
+        self.stop_rules = StopRules(matchup)
         for record in state.records:  # a resumed run's
             if not record.void and record.slot is not None:
                 self.done_slots.add(record.slot)
             self.next_number = max(self.next_number, record.game + 1)
+            self.stop_rules.add(record)
+        self._update_stop_status()
         self._changed = trio.Event()
         self.fatal: str | None = None
         self.dropped = 0
@@ -123,6 +128,9 @@ class Collector:
     async def run_games(self) -> None:
         state = self.state
         concurrency = self.matchup.game.concurrency
+        decided = self.stop_rules.decided()  # a resumed run whose rule had decided
+        if decided is not None:
+            self._stop(_stop_kind(decided), decided)
         async with trio.open_nursery() as nursery:
             self._games = nursery
             while self.stop_kind is None and self.fatal is None and not self.draining:
@@ -228,7 +236,7 @@ class Collector:
                     assert self._games is not None
                     self._games.cancel_scope.cancel()
                     return
-            self._count(record)
+            self.count(record)
             if self.draining:
                 self.finished_after_interrupt += 1
         finally:
@@ -236,7 +244,8 @@ class Collector:
             del self.in_flight[spec.slot]
             self._changed.set()
 
-    def _count(self, record: JournalRecord) -> None:
+    def count(self, record: JournalRecord) -> None:
+        """Take in one recorded game: the run state, the void streak, the stop rules."""
         state = self.state
         state.add_record(record)
         if record.void:
@@ -251,13 +260,15 @@ class Collector:
         state.emit(GameRecorded(record))
         if record.void and self.void_streak >= MAX_VOID_STREAK and self.stop_kind is None:
             self._void_streak_stop()
-        sprt = self.matchup.stop.sprt
-        if sprt is not None and self.matchup.pairing.black != self.matchup.pairing.white:
-            status = sprt_check(state.records, self.matchup.pairing.black,
-                                self.matchup.pairing.white, sprt)
-            state.sprt = status
-            if status.decision is not None and self.stop_kind is None:
-                self._stop("sprt", SprtAccepted(status))
+        # Fed even after another stop: a rule's status is its games', decided or not.
+        decided = self.stop_rules.add(record)
+        self._update_stop_status()
+        if decided is not None and self.stop_kind is None:
+            self._stop(_stop_kind(decided), decided)
+
+    def _update_stop_status(self) -> None:
+        self.state.sprt = self.stop_rules.status("sprt")
+        self.state.gate = self.stop_rules.status("gate")
 
     def _void_streak_stop(self) -> None:
         """Name the players and the fallback reasons that voided the streak. A player
@@ -275,3 +286,7 @@ class Collector:
                 unreachable.append((name, self.players[name].describe()))
         stop = VoidStreak(self.void_streak, tuple(fallbacks), tuple(unreachable))
         self._stop("down" if unreachable else "void", stop)
+
+
+def _stop_kind(stop: RunStop) -> str:
+    return "gate" if isinstance(stop, GateDecided) else "sprt"

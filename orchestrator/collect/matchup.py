@@ -201,8 +201,18 @@ class Sprt(_Strict):
         return self
 
 
+class Gate(Sprt):
+    """Promote ``candidate`` over the pairing's other player: an SPRT over colour-swapped
+    pairs counted in schedule order, never decided before ``min_games`` (docs/gate.md)."""
+
+    candidate: str
+    elo1: float = 35.0
+    min_games: int = Field(100, ge=0)
+
+
 class Stop(_Strict):
     sprt: Sprt | None = None
+    gate: Gate | None = None
 
 
 class Run(_Strict):
@@ -237,6 +247,23 @@ class Matchup(_Strict):
             if name not in self.players:
                 known = ", ".join(sorted(self.players))
                 raise ValueError(f"pairing.{side} = {name!r} is not a player ({known})")
+        return self
+
+    @model_validator(mode="after")
+    def _gate_names_a_player(self) -> Matchup:
+        gate, pairing = self.stop.gate, self.pairing
+        if gate is None:
+            return self
+        players = f"{pairing.black}, {pairing.white}"
+        if pairing.black == pairing.white:
+            raise ValueError(f"stop.gate: the pairing is self-play ({pairing.black}): "
+                             "a gate needs two players")
+        if gate.candidate not in (pairing.black, pairing.white):
+            raise ValueError(f"stop.gate.candidate = {gate.candidate!r} is not a player of "
+                             f"the pairing ({players})")
+        if not pairing.alternate_colors:
+            raise ValueError("stop.gate counts colour-swapped pairs: set "
+                             "pairing.alternate_colors = true")
         return self
 
     @model_validator(mode="after")

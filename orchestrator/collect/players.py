@@ -5,7 +5,7 @@ processes, and the heuristic AI."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from orchestrator.players.random_player import RandomPlayer
 from orchestrator.prompt import read_template
 from orchestrator.recordings import PlayerMeta
 from orchestrator.render import RenderSettings
-from orchestrator.serve import HeuristicEngine, RandomEngine, serve_go19
+from orchestrator.serve import serve_go19
 
 
 @dataclass
@@ -64,10 +64,10 @@ async def _embedded_replica(
     """Start the embedded server of ``spec`` on a free loopback port."""
     emb = spec.embedded
     assert emb is not None
-    engine = (
-        HeuristicEngine(seed=emb.seed, level=emb.level)
+    engine: Player = (
+        HeuristicPlayer(emb.engine, seed=emb.seed, level=emb.level)
         if emb.engine == "heuristic"
-        else RandomEngine(seed=emb.seed)
+        else RandomPlayer(emb.engine, seed=emb.seed)
     )
     port = await nursery.start(
         lambda task_status: serve_go19(
@@ -103,14 +103,8 @@ async def _go19_handle(
         name=name,
     )
     render = RenderSettings(image_px=spec.image_px)
-    meta = PlayerMeta(
-        kind="go19",
-        adapter=spec.adapter,
-        model=spec.model,
-        endpoint=",".join(f"{h}:{p}" for h, p in replicas),
-        embedded=spec.embedded.model_dump() if spec.embedded else None,
-        render=render,
-    )
+    meta = go19_meta(spec.adapter, spec.model, ",".join(f"{h}:{p}" for h, p in replicas),
+                     render, spec.embedded.model_dump() if spec.embedded else None)
     return PlayerHandle(
         name,
         Go19Player(endpoint, name=name, render=render),
@@ -129,16 +123,30 @@ def ask_settings(spec: OpenAIPlayerSpec) -> AskSettings:
     )
 
 
-def openai_meta(spec: OpenAIPlayerSpec, settings: AskSettings) -> PlayerMeta:
+def go19_meta(adapter: str | None, model: str | None, endpoint: str, render: RenderSettings,
+              embedded: dict | None = None) -> PlayerMeta:
+    """What the record says of a GO19 player: its adapter and model as given, its replicas
+    (``host:port,host:port``), the embedded server's settings and how its pictures are
+    drawn."""
+    return PlayerMeta(kind="go19", adapter=adapter, model=model, endpoint=endpoint,
+                      embedded=embedded, render=render)
+
+
+def openai_meta(settings: AskSettings, base_urls: Sequence[str], adapter: str | None,
+                keep_reply: str | None) -> PlayerMeta:
     """What the record says of an OpenAI player: enough for a reader to know exactly what
     the model was asked (never the API key, only the base URLs)."""
     return PlayerMeta(
-        kind="openai", adapter=spec.adapter, model=spec.model,
-        endpoint=",".join(spec.base_urls), replicas=list(spec.base_urls), seed=spec.seed,
-        render=settings.render, prompt_sha256=settings.template_sha256, answer=spec.answer,
-        temperature=spec.temperature, max_tokens=spec.max_tokens, constrain=spec.constrain,
-        keep_reply=spec.keep_reply,
+        kind="openai", adapter=adapter, model=settings.model,
+        endpoint=",".join(base_urls), replicas=list(base_urls), seed=settings.seed,
+        render=settings.render, prompt_sha256=settings.template_sha256,
+        answer=settings.answer, temperature=settings.temperature,
+        max_tokens=settings.max_tokens, constrain=settings.constrain, keep_reply=keep_reply,
     )
+
+
+def heuristic_meta(level: int, seed: int | None) -> PlayerMeta:
+    return PlayerMeta(kind="heuristic", level=level, seed=seed)
 
 
 def _openai_handle(name: str, spec: OpenAIPlayerSpec, matchup: Matchup, nursery: trio.Nursery,
@@ -151,7 +159,8 @@ def _openai_handle(name: str, spec: OpenAIPlayerSpec, matchup: Matchup, nursery:
     )
     return PlayerHandle(
         name, OpenAIPlayer(endpoint, settings, name, run=matchup.run.seed),
-        openai_meta(spec, settings), endpoint=endpoint, is_down=endpoint.is_down,
+        openai_meta(settings, spec.base_urls, spec.adapter, spec.keep_reply),
+        endpoint=endpoint, is_down=endpoint.is_down,
     )
 
 
@@ -187,7 +196,7 @@ async def open_players(
             handles[name] = PlayerHandle(
                 name,
                 HeuristicPlayer(name, seed=spec.seed, level=spec.level),
-                PlayerMeta(kind="heuristic", level=spec.level, seed=spec.seed),
+                heuristic_meta(spec.level, spec.seed),
             )
         elif isinstance(spec, RandomPlayerSpec):
             handles[name] = PlayerHandle(

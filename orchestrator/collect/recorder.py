@@ -16,14 +16,11 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-
-import numpy as np
 
 from orchestrator import __version__
 from orchestrator.collect.referee import RefereedGame
-from orchestrator.collect.sgf_record import keeps_text, recorded_game_sgf
+from orchestrator.collect.sgf_record import game_sgf
 from orchestrator.events import JournalRepaired
 from orchestrator.files import append_line, atomic_write, read_sgf_file
 from orchestrator.recordings import (
@@ -31,20 +28,13 @@ from orchestrator.recordings import (
     JOURNAL,
     RUN_FILE,
     VOID_DIR,
-    WINNER_NAMES,
     JournalRecord,
-    LatencySummary,
-    OpeningInfo,
     PlayerMeta,
     RecordError,
-    ReplyNote,
-    TokenCounts,
-    fallback_reason,
-    move_origin,
     read_journal,
     record_from_sgf,
-    sgf_name,
     sgf_paths,
+    utc_stamp,
 )
 from orchestrator.sgf import SgfError
 
@@ -54,96 +44,6 @@ __all__ = ["JOURNAL", "RUN_FILE", "Recorder", "RecordingError", "append_line",
 
 class RecordingError(OSError):
     """The recordings folder cannot be written (disk full, permissions)."""
-
-
-def utc_stamp(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y%m%d-%H%M%S")
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def latency_summary(samples: list[float]) -> LatencySummary:
-    if not samples:
-        return LatencySummary(n=0, p50=None, p95=None, max=None)
-    arr = np.asarray(samples)
-    return LatencySummary(
-        n=len(samples),
-        p50=round(float(np.percentile(arr, 50)), 2),
-        p95=round(float(np.percentile(arr, 95)), 2),
-        max=round(float(arr.max()), 2),
-    )
-
-
-def _replies(outcome: RefereedGame, players_meta: Mapping[str, PlayerMeta]
-             ) -> tuple[dict[str, TokenCounts], dict[str, list[ReplyNote]]]:
-    """Per player, the tokens its replies reported, and what it said on its fallback
-    moves (when its ``keep_reply`` keeps texts)."""
-    names = {1: outcome.spec.black, 2: outcome.spec.white}
-    counts: dict[str, list[int]] = {}
-    notes: dict[str, list[ReplyNote]] = {}
-    for number, (move, said) in enumerate(zip(outcome.moves, outcome.move_details(),
-                                              strict=True), 1):
-        if said is None:
-            continue
-        name = names[move.color]
-        total = counts.setdefault(name, [0, 0, 0])
-        if said.prompt_tokens is not None and said.completion_tokens is not None:
-            total[0] += 1  # a reply whose usage gave both counts: a missing one is no 0
-            total[1] += said.prompt_tokens
-            total[2] += said.completion_tokens
-        meta = players_meta.get(name, PlayerMeta())
-        if move.source is not None and move_origin(move.source) == "fallback" \
-                and keeps_text(meta.keep_reply, move.source):
-            notes.setdefault(name, []).append(ReplyNote(
-                move=number, reason=fallback_reason(move.source), reply=said.reply,
-                reasoning=said.reasoning))
-    tokens = {name: TokenCounts(moves=n, prompt=p if n else None, completion=c if n else None)
-              for name, (n, p, c) in sorted(counts.items())}
-    return tokens, notes
-
-
-def journal_record(
-    outcome: RefereedGame, run_id: str, players_meta: Mapping[str, PlayerMeta]
-) -> JournalRecord:
-    spec = outcome.spec
-    names = sorted({spec.black, spec.white})
-    illegal = {
-        n: sum(c for r, c in outcome.fallbacks.get(n, {}).items() if r.startswith("illegal:"))
-        for n in names
-    }
-    tokens, replies = _replies(outcome, players_meta)
-    opening = None
-    if spec.opening is not None:
-        opening = OpeningInfo(id=spec.opening.id, plies=len(spec.opening.moves),
-                              pair=spec.opening.pair)
-    return JournalRecord(
-        run=run_id,
-        game=outcome.number,
-        slot=spec.slot,
-        sgf=sgf_name(utc_stamp(outcome.finished), outcome.number),
-        void=outcome.void,
-        black=spec.black,
-        white=spec.white,
-        players={n: players_meta.get(n, PlayerMeta()) for n in names},
-        size=outcome.size,
-        komi=outcome.komi,
-        handicap=0,
-        result=outcome.result,
-        winner=WINNER_NAMES[outcome.winner],
-        reason=outcome.reason,
-        score=outcome.score,
-        moves=len(outcome.moves),
-        opening=opening,
-        fallbacks={n: dict(outcome.fallbacks.get(n, {})) for n in names},
-        illegal=illegal,
-        latency_ms={n: latency_summary(outcome.latencies_ms.get(n, [])) for n in names},
-        tokens=tokens,
-        replies=replies,
-        started=iso(outcome.started),
-        finished=iso(outcome.finished),
-    )
 
 
 @dataclass
@@ -186,9 +86,10 @@ class Recorder:
 
     def save(self, outcome: RefereedGame) -> JournalRecord:
         """Write one finished game and return its journal record. Raises RecordingError."""
-        record = journal_record(outcome, self.run_id, self.players_meta)
-        folder = self.run_dir / VOID_DIR if outcome.void else self.run_dir
-        sgf_bytes = recorded_game_sgf(outcome, record, __version__)
+        game = outcome.record(self.run_id, self.players_meta)
+        record = game.journal
+        folder = self.run_dir / VOID_DIR if record.void else self.run_dir
+        sgf_bytes = game_sgf(game, __version__)
         try:
             atomic_write(folder / record.sgf, sgf_bytes)
             append_line(self.journal_path, record.to_json() + "\n")

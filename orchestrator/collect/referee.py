@@ -1,7 +1,9 @@
 """One refereed game: ask each side for a move under its clock (:func:`ask`), replace
 what cannot be played with the heuristic chooser's move and say why (the fallback),
 end on two passes, resignation, the move cap or too many fallbacks (void), and score
-it (the outcome, :class:`RefereedGame`).
+it (the outcome, :class:`RefereedGame`, whose moves are the record's own
+:class:`~orchestrator.move_record.MoveRecord` and which becomes the game's
+:class:`~orchestrator.recordings.GameRecord`).
 
 The referee owns every seat's clock: ``RefereeSettings`` gives each player its time per
 move, or none (a human at the play page). It also owns the one way to give up on a
@@ -17,21 +19,32 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TypeGuard, runtime_checkable
 
+import numpy as np
 import trio
 
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.events import Event, Fallback, MovePlayed, OnEvent, PlayerRaised
+from orchestrator.move_record import MoveRecord, Origin, ReplyDetails
 from orchestrator.players.base import RESIGN, Player, PlayerError
 from orchestrator.players.heuristic import HeuristicChooser
-from orchestrator.players.openai import OpenAIAnswer, ReplyDetails
-from orchestrator.recordings import OPENING, fallback_source
+from orchestrator.recordings import (
+    WINNER_NAMES,
+    GameRecord,
+    JournalRecord,
+    LatencySummary,
+    OpeningInfo,
+    PlayerMeta,
+    ReplyNote,
+    TokenCounts,
+    iso,
+    sgf_name,
+    utc_stamp,
+)
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.rules.scoring import result_string
-from orchestrator.sgf import SgfMove
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,21 +109,22 @@ class LiveGame:
 
 @dataclass
 class RefereedGame:
-    """A game as the referee ended it: what the recorder writes (SGF and journal line)."""
+    """A game as the referee ended it; :meth:`record` is the game's record, what the
+    recorder and the play page's training save write (SGF and journal line)."""
 
     spec: GameSpec
     number: int
     size: int
     komi: float
-    moves: list[SgfMove]  # source None: the player's own policy; "opening"; "fallback:<r>"
+    moves: list[MoveRecord]
     reason: str  # two-passes | resign | move-cap | void
     result: str  # SGF RE: B+3.5, W+R, 0, Void
     winner: int | None  # BLACK, WHITE, 0 for a draw, None when void
     score: float | None  # Black's area margin after komi; None on resign/void
+    # Per player: its fallbacks by reason (the one that made a game void too, which has no
+    # move), and every answer's time (a resignation's too).
     fallbacks: dict[str, Counter] = field(default_factory=dict)
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)
-    # Per move (parallel to ``moves``): what a model's reply said, for players that tell.
-    details: list[ReplyDetails | None] = field(default_factory=list)
     started: float = 0.0
     finished: float = 0.0
 
@@ -118,15 +132,92 @@ class RefereedGame:
     def void(self) -> bool:
         return self.reason == "void"
 
-    def move_details(self) -> list[ReplyDetails | None]:
-        """``details`` for every move (None where nothing was told)."""
-        return self.details or [None] * len(self.moves)
+    def record(self, run: str, players: Mapping[str, PlayerMeta],
+               sgf: str | None = None) -> GameRecord:
+        """The game's record in run ``run``, its players described by ``players``, its SGF
+        named ``sgf`` (default: as collect names it, from the finish stamp and number)."""
+        spec = self.spec
+        names = sorted({spec.black, spec.white})
+        illegal = {n: sum(c for r, c in self.fallbacks.get(n, {}).items()
+                          if r.startswith("illegal:")) for n in names}
+        tokens, replies = self._replies(players)
+        opening = None
+        if spec.opening is not None:
+            opening = OpeningInfo(id=spec.opening.id, plies=len(spec.opening.moves),
+                                  pair=spec.opening.pair)
+        journal = JournalRecord(
+            run=run,
+            game=self.number,
+            slot=spec.slot,
+            sgf=sgf or sgf_name(utc_stamp(self.finished), self.number),
+            void=self.void,
+            black=spec.black,
+            white=spec.white,
+            players={n: players.get(n, PlayerMeta()) for n in names},
+            size=self.size,
+            komi=self.komi,
+            handicap=0,
+            result=self.result,
+            winner=WINNER_NAMES[self.winner],
+            reason=self.reason,
+            score=self.score,
+            moves=len(self.moves),
+            opening=opening,
+            fallbacks={n: dict(self.fallbacks.get(n, {})) for n in names},
+            illegal=illegal,
+            latency_ms={n: latency_summary(self.latencies_ms.get(n, [])) for n in names},
+            tokens=tokens,
+            replies=replies,
+            started=iso(self.started),
+            finished=iso(self.finished),
+        )
+        return GameRecord(journal, tuple(self.moves))
+
+    def _replies(self, players: Mapping[str, PlayerMeta]
+                 ) -> tuple[dict[str, TokenCounts], dict[str, list[ReplyNote]]]:
+        """Per player, the tokens its replies reported, and what it said on its fallback
+        moves (when its ``keep_reply`` keeps texts)."""
+        names = {BLACK: self.spec.black, WHITE: self.spec.white}
+        counts: dict[str, list[int]] = {}
+        notes: dict[str, list[ReplyNote]] = {}
+        for number, move in enumerate(self.moves, 1):
+            said = move.reply
+            if said is None:
+                continue
+            name = names[move.color]
+            total = counts.setdefault(name, [0, 0, 0])
+            if said.prompt_tokens is not None and said.completion_tokens is not None:
+                total[0] += 1  # a reply whose usage gave both counts: a missing one is no 0
+                total[1] += said.prompt_tokens
+                total[2] += said.completion_tokens
+            if move.origin is Origin.FALLBACK and move.keeps_text(
+                    players.get(name, PlayerMeta()).keep_reply):
+                assert move.reason is not None
+                notes.setdefault(name, []).append(ReplyNote(
+                    move=number, reason=move.reason, reply=said.reply,
+                    reasoning=said.reasoning))
+        tokens = {name: TokenCounts(moves=n, prompt=p if n else None,
+                                    completion=c if n else None)
+                  for name, (n, p, c) in sorted(counts.items())}
+        return tokens, notes
+
+
+def latency_summary(samples: list[float]) -> LatencySummary:
+    if not samples:
+        return LatencySummary(n=0, p50=None, p95=None, max=None)
+    arr = np.asarray(samples)
+    return LatencySummary(
+        n=len(samples),
+        p50=round(float(np.percentile(arr, 50)), 2),
+        p95=round(float(np.percentile(arr, 95)), 2),
+        max=round(float(arr.max()), 2),
+    )
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
+class Asked:
     """What asking a player gave: a point (or RESIGN) it chose in time, or the fallback
-    reason, and how long it took when it answered in time."""
+    reason, how long it took when it answered in time, and what its reply said."""
 
     point: int | None
     failure: str | None
@@ -134,32 +225,11 @@ class Answer:
     details: ReplyDetails | None = None
 
 
-@runtime_checkable
-class AnsweringPlayer(Protocol):
-    """A player that is told the game's number (its sampling seed depends on it) and
-    tells what its reply said (the OpenAI player), also when the reply was a fault."""
-
-    async def answer(self, game: Game, game_number: int) -> OpenAIAnswer: ...
-
-
-_ANSWERS: dict[type, bool] = {}
-
-
-def _answers(player: Player) -> TypeGuard[AnsweringPlayer]:
-    """``isinstance(player, AnsweringPlayer)``, asked once per class: a runtime protocol
-    check costs microseconds on every move."""
-    kind = type(player)
-    known = _ANSWERS.get(kind)
-    if known is None:
-        known = _ANSWERS[kind] = isinstance(player, AnsweringPlayer)
-    return known
-
-
 async def ask(
     player: Player, game: Game, timeout_s: float | None,
     on_error: Callable[[Exception], None], live: LiveGame | None = None,
     number: int = 0,
-) -> Answer:
+) -> Asked:
     """Ask ``player`` for ``game.to_play``'s move in game ``number``, timed on the trio
     clock (None: no clock); with ``live``, :meth:`LiveGame.cancel_request` ends the
     request early.
@@ -177,14 +247,11 @@ async def ask(
         if live is not None:
             live._request = request
         try:
-            if _answers(player):
-                said = await player.answer(game, number)
-                point, details = said.point, said.details
-                if said.fault is not None:
-                    raise said.fault
-            else:
-                point = await player.genmove(game)
-        except PlayerError as exc:
+            said = await player.answer(game, number)
+            point, details = said.point, said.details
+            if said.fault is not None:
+                failure = said.fault.reason
+        except PlayerError as exc:  # raised rather than answered: the same fault
             failure = exc.reason
         except Exception as exc:  # noqa: BLE001 - one broken reply must not end the run
             failure = ERROR
@@ -194,12 +261,12 @@ async def ask(
                 live._request = None
     answered = trio.current_time()
     if failure is not None:
-        return Answer(None, failure, details=details)
+        return Asked(None, failure, details=details)
     if request.cancelled_caught:
-        return Answer(None, CANCELLED)
+        return Asked(None, CANCELLED)
     if point is None or answered >= deadline:
-        return Answer(None, TIMEOUT)
-    return Answer(point, None, (answered - asked) * 1000.0, details)
+        return Asked(None, TIMEOUT)
+    return Asked(point, None, (answered - asked) * 1000.0, details)
 
 
 def _result(game: Game, reason: str, winner: int | None) -> tuple[str, int | None, float | None]:
@@ -239,8 +306,7 @@ class _Referee:
         self.fallbacks: dict[str, Counter] = {n: Counter() for n in set(self.names.values())}
         self.latencies: dict[str, list[float]] = {n: [] for n in set(self.names.values())}
         self.fallback_count = {BLACK: 0, WHITE: 0}
-        self.moves: list[SgfMove] = []
-        self.details: list[ReplyDetails | None] = []
+        self.moves: list[MoveRecord] = []
         self.opening = spec.opening.moves if spec.opening else ()
         self.last_move: int | None = None
 
@@ -257,7 +323,7 @@ class _Referee:
         self.opening = ()
         return None
 
-    async def ask(self, name: str) -> Answer:
+    async def ask(self, name: str) -> Asked:
         if self.ready is not None:
             await self.ready(name)  # outside the move's deadline
         live = self.live
@@ -283,14 +349,14 @@ class _Referee:
             return None
         return self.chooser.choose(self.game.board, color, self.last_move)
 
-    async def next_move(self) -> tuple[SgfMove, ReplyDetails | None] | str:
+    async def next_move(self) -> MoveRecord | str:
         """Play the side to move's next move (with what the player's reply said, when it
         tells); a string is the reason the game ended."""
         game, color = self.game, self.game.to_play
         point = self.opening_move()
         if point is not None:
             game.play(point)
-            return SgfMove(color, point, OPENING), None
+            return MoveRecord(color, point, Origin.OPENING)
         answer = await self.ask(self.names[color])
         details = answer.details
         failure = answer.failure
@@ -300,7 +366,7 @@ class _Referee:
                 return "resign"
             try:
                 game.play(answer.point)  # checks legality before changing anything
-                return SgfMove(color, answer.point, None, ms=answer.latency_ms), details
+                return MoveRecord(color, answer.point, ms=answer.latency_ms, reply=details)
             except IllegalMove as exc:
                 failure = f"illegal:{exc.reason}"
         point = self.fallback(color, failure)
@@ -308,29 +374,26 @@ class _Referee:
             return "void"
         game.play(point)
         # An illegal answer was still an answer: its latency stays on the node.
-        return SgfMove(color, point, fallback_source(failure), ms=answer.latency_ms), details
+        return MoveRecord(color, point, Origin.FALLBACK, failure, answer.latency_ms, details)
 
     async def play(self) -> RefereedGame:
         started = time.time()
         winner: int | None = None
         while (reason := _end_of_play(self.game, self.settings)) is None:
             color = self.game.to_play
-            played = await self.next_move()
-            if isinstance(played, str):
-                reason, winner = played, (3 - color if played == "resign" else None)
+            move = await self.next_move()
+            if isinstance(move, str):
+                reason, winner = move, (3 - color if move == "resign" else None)
                 break
-            move, details = played
             self.moves.append(move)
-            self.details.append(details)
-            self._emit(MovePlayed(self.number, len(self.moves), self.names[color], color,
-                                  move.point, move.source, move.ms))
+            self._emit(MovePlayed(self.number, len(self.moves), self.names[color], move))
             self.last_move = None if move.point == PASS else move.point
         result, winner, score = _result(self.game, reason, winner)
         settings = self.settings
         return RefereedGame(
             spec=self.spec, number=self.number, size=settings.size, komi=settings.komi,
             moves=self.moves, reason=reason, result=result, winner=winner, score=score,
-            fallbacks=self.fallbacks, latencies_ms=self.latencies, details=self.details,
+            fallbacks=self.fallbacks, latencies_ms=self.latencies,
             started=started, finished=time.time(),
         )
 

@@ -51,14 +51,16 @@ from orchestrator.events import (
     ReviewStopped,
 )
 from orchestrator.label.engine import DEFAULT_TIMEOUT, KataGoDied, KataGoEngine, open_katago
-from orchestrator.label.games import LabelGame, read_label_games
+from orchestrator.label.games import LabelGame, label_game
 from orchestrator.label.join import review_game
 from orchestrator.label.run import EngineFiles, GameLabeller, RunOptions, RunResult
 from orchestrator.label.store import GameLabels, LabelError, LabelSet, LabelWriter
-from orchestrator.positions.samples import read_file
+from orchestrator.positions.recorded import read_recorded_game
+from orchestrator.positions.samples import GameRead, read_file
 from orchestrator.quality.running import QualityStatus, RunningQuality
-from orchestrator.recordings import JournalRecord, RunName
+from orchestrator.recordings import JournalRecord, RecordError, RunName
 from orchestrator.report.quality import LABELS_DIR
+from orchestrator.sgf import SgfError
 from orchestrator.words import plural
 
 QUEUE_SIZE = 10_000  # recorded games waiting for KataGo (a path each)
@@ -385,18 +387,24 @@ class LiveReview:
 
     async def _review(self, engine: KataGoEngine, item: _Item) -> None:
         path = self._sgf(item.record)
-        games = await trio.to_thread.run_sync(read_label_games, path, None, True)
-        ok = [g for g in games if g.status == "ok"]
-        if not ok:
-            why = next((f"{g.status} {g.reason}" for g in games), "no game in the file")
+        why: str | None
+        try:  # read and replayed once: the labels' queries and the judged moves
+            _, read = await trio.to_thread.run_sync(read_recorded_game, path)
+        except SgfError as exc:
+            why = f"rejected {exc.reason}"
+        except RecordError as exc:
+            why = str(exc)
+        else:
+            why = None if read.status == "ok" else f"{read.status} {read.reason}"
+        if why is not None:
             self._done(GameNotReviewed(item.record.game, f"{path.name}: {why}"))
             return
-        game = ok[0]
+        game = label_game(read, None, True)
         outcome = _Outcome()
         await GameLabeller(outcome, outcome, self.options.run_options(), self.result).label(
             engine, item.order, game)
         with trio.CancelScope(shield=True):  # labelled: written, even if the engine just died
-            status = await trio.to_thread.run_sync(self._write, item, game, outcome,
+            status = await trio.to_thread.run_sync(self._write, item, read, game, outcome,
                                                    limiter=self._writing)
         if status is None:
             detail = outcome.error[1] if outcome.error else None
@@ -404,7 +412,8 @@ class LiveReview:
         else:
             self._done(GameReviewed(item.record.game, game.positions, self.behind - 1, status))
 
-    def _write(self, item: _Item, game: LabelGame, outcome: _Outcome) -> QualityStatus | None:
+    def _write(self, item: _Item, read: GameRead, game: LabelGame,
+               outcome: _Outcome) -> QualityStatus | None:
         """The game's labels into the folder, its moves into the numbers (a worker thread)."""
         assert self.writer is not None and self._quality is not None
         if outcome.arrays is None:
@@ -413,8 +422,6 @@ class LiveReview:
             self.writer.flush()
             return None
         self.writer.add(game, outcome.arrays, outcome.warnings)
-        read = next(r for r in read_file(self._sgf(item.record))
-                    if r.game_index == game.game_index)
         reviewed = review_game(read, GameLabels(outcome.arrays))
         self._quality.add(item.order, reviewed.moves, item.record.black, item.record.white)
         return self._quality.status()

@@ -1,5 +1,5 @@
 """The collect job: one nursery per run, one task per game, until N finished
-non-void games are recorded (or SPRT decides, or Ctrl-C).
+non-void games are recorded (or a stop rule decides: the SPRT, the gate; or Ctrl-C).
 
 Before the run folder exists, every endpoint is checked (``preflight``). The first
 Ctrl-C (or SIGTERM) stops starting games and lets the games in flight finish and be
@@ -54,7 +54,7 @@ from orchestrator.recordings import SGF_GLOB, VOID_DIR, JournalRecord, read_jour
 ViewTask = Callable[[Collector], Awaitable[None]]
 
 # Exit statuses of `collect` (documented in its --help and the README).
-EXIT_OK = 0  # every game asked for is recorded, or the SPRT decided
+EXIT_OK = 0  # every game asked for is recorded, or the SPRT or the gate decided
 EXIT_INPUT = 2  # bad matchup or options, or the recordings cannot be written
 EXIT_DOWN = 3  # a player cannot be reached (at start, for down_pause_s, or void games)
 EXIT_STOPPED = 4  # stopped before the games asked for: a streak of void games
@@ -89,7 +89,7 @@ class RunSummary:
     interrupted: bool
     dropped_in_flight: int
     finished_after_interrupt: int = 0
-    stop_kind: str | None = None  # sprt | void | down, when the run stopped itself
+    stop_kind: str | None = None  # sprt | gate | void | down, when the run stopped itself
     removed: bool = False  # interrupted before any game was recorded: no folder left
 
     @property
@@ -98,7 +98,7 @@ class RunSummary:
             return EXIT_INTERRUPTED
         if self.stop_kind == "down":
             return EXIT_DOWN
-        if self.stop_kind == "sprt" or self.state.done >= self.state.target:
+        if self.stop_kind in ("sprt", "gate") or self.state.done >= self.state.target:
             return EXIT_OK
         return EXIT_STOPPED
 

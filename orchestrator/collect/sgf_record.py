@@ -1,4 +1,4 @@
-"""A finished game as the SGF go19 records (docs/formats.md): standard FF[4]
+"""A finished game's record as the SGF go19 records (docs/formats.md): standard FF[4]
 properties, go19's private root properties, the journal record itself in
 ``GOXIXREC`` (so a lost journal line can be rebuilt from the SGF) and a mark on
 every move that was not the player's own policy, and on a model's moves what its reply
@@ -7,16 +7,10 @@ said (``GOXIXREPLY``: round trip, tokens, and the texts ``keep_reply`` asks for)
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
-from orchestrator.collect.referee import RefereedGame
-from orchestrator.players.openai import ReplyDetails
-from orchestrator.recordings import (
-    RECORD_PROP,
-    JournalRecord,
-    fallback_reason,
-    move_origin,
-)
+from orchestrator.color import BLACK, WHITE
+from orchestrator.move_record import MoveRecord, Origin, ReplyDetails
+from orchestrator.recordings import RECORD_PROP, GameRecord
 from orchestrator.sgf import (
     BLACK_PLAYER_PROP,
     END_PROP,
@@ -32,19 +26,13 @@ from orchestrator.sgf import (
 RULES = "Chinese"  # area scoring, suicide forbidden; the referee adds positional superko
 
 
-def _comment(source: str | None, name: str) -> str | None:
+def _comment(move: MoveRecord, name: str) -> str | None:
     """The human-readable ``C[]`` beside a move's source mark."""
-    if source is None:
+    if move.origin is Origin.OWN:
         return None
-    if move_origin(source) == "opening":
+    if move.origin is Origin.OPENING:
         return "opening move (not the player's own)"
-    return f"fallback: {name} {fallback_reason(source)}; the heuristic AI played this move"
-
-
-def keeps_text(keep_reply: str | None, source: str | None) -> bool:
-    """Whether a move's reply texts are kept: ``all``, or ``fallbacks`` on a fallback."""
-    return keep_reply == "all" or (keep_reply == "fallbacks"
-                                   and move_origin(source) == "fallback")
+    return f"fallback: {name} {move.reason}; the heuristic AI played this move"
 
 
 def reply_prop(details: ReplyDetails, with_text: bool) -> str:
@@ -63,37 +51,37 @@ def reply_prop(details: ReplyDetails, with_text: bool) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def recorded_game_sgf(outcome: RefereedGame, record: JournalRecord, version: str) -> bytes:
-    spec = outcome.spec
-    names = {1: spec.black, 2: spec.white}
-    keep = {name: record.players[name].keep_reply for name in (spec.black, spec.white)}
+def game_sgf(game: GameRecord, version: str) -> bytes:
+    """The SGF of ``game``, written by go19 ``version``."""
+    record = game.journal
+    names = {BLACK: record.black, WHITE: record.white}
+    keep = {color: record.players[name].keep_reply for color, name in names.items()}
     moves = tuple(
-        SgfMove(m.color, m.point, m.source, _comment(m.source, names[m.color]), m.ms,
-                None if said is None else reply_prop(
-                    said, keeps_text(keep[names[m.color]], m.source)))
-        for m, said in zip(outcome.moves, outcome.move_details(), strict=True)
+        SgfMove(m.color, m.point, m.source, _comment(m, names[m.color]), m.ms,
+                None if m.reply is None else reply_prop(m.reply, m.keeps_text(keep[m.color])))
+        for m in game.moves
     )
     extra = {
         RUN_PROP: record.run,
         GAME_PROP: str(record.game),
         END_PROP: record.reason,
-        BLACK_PLAYER_PROP: json.dumps(record.players[spec.black].as_dict(),
+        BLACK_PLAYER_PROP: json.dumps(record.players[record.black].as_dict(),
                                       separators=(",", ":")),
-        WHITE_PLAYER_PROP: json.dumps(record.players[spec.white].as_dict(),
+        WHITE_PLAYER_PROP: json.dumps(record.players[record.white].as_dict(),
                                       separators=(",", ":")),
         RECORD_PROP: record.to_json(),
     }
-    if outcome.void:
+    if record.void:
         extra[VOID_PROP] = "1"
-    game = SgfGame(
-        size=outcome.size,
-        komi=outcome.komi,
+    sgf = SgfGame(
+        size=record.size,
+        komi=record.komi,
         rules=RULES,
-        result=outcome.result,
-        black_name=spec.black,
-        white_name=spec.white,
-        date=datetime.fromtimestamp(outcome.started, UTC).strftime("%Y-%m-%d"),
+        result=record.result,
+        black_name=record.black,
+        white_name=record.white,
+        date=record.started[:10],  # the start's UTC date, as the record's stamp has it
         root_props={"AP": f"go19:{version}", "GN": f"{record.run} #{record.game}"},
         moves=moves,
     )
-    return write_sgf(game, extra)
+    return write_sgf(sgf, extra)

@@ -28,6 +28,7 @@ from orchestrator.events import (
     GameRecorded,
     GameReviewed,
     GameStarted,
+    GateDecided,
     Interrupted,
     JournalRepaired,
     MovePlayed,
@@ -52,7 +53,7 @@ from orchestrator.events import (
 )
 from orchestrator.quality.running import QualityStatus
 from orchestrator.quality.verdict import quality_line
-from orchestrator.ratings import Pentanomial
+from orchestrator.ratings import Pentanomial, estimate
 from orchestrator.words import plural, some
 
 if TYPE_CHECKING:
@@ -206,9 +207,37 @@ def fallback_status(event: Fallback) -> str:
 
 
 def sprt_line(status: SprtStatus) -> str:
-    """``r5 vs r4 [0, 30]: LLR +1.23 (-2.94, +2.94)``"""
+    """``r5 vs r4 [0, 30]: LLR +1.23 (-2.94, +2.94) over 40 games``"""
     return (f"{status.player} vs {status.opponent} [{status.elo0:g}, {status.elo1:g}]: "
-            f"LLR {status.llr:+.2f} ({status.lower:+.2f}, {status.upper:+.2f})")
+            f"LLR {status.llr:+.2f} ({status.lower:+.2f}, {status.upper:+.2f}) over "
+            f"{plural(status.games, 'game')}")
+
+
+def _elo(value: float) -> str:
+    return f"{value:+.0f}" if math.isfinite(value) else ("+inf" if value > 0 else "-inf")
+
+
+GATE_WORDS = {"H1": "accept {0} over {1}", "H0": "reject {0}, keep {1}",
+              None: "undecided, {0} against {1}"}
+
+
+def gate_line(status: SprtStatus) -> str:
+    """The gate's one line (``go19 gate``, and collect's stop): ``gate: accept r5 over r4 —
+    LLR 2.96 (-2.94, 2.94) [0, 35], 212 games, 121–91, Elo +49 [+6, +93]``."""
+    verdict = GATE_WORDS[status.decision].format(status.player, status.opponent)
+    games = plural(status.games, "game")
+    if status.games < status.min_games:
+        games += f" (min {status.min_games})"
+    r = status.results
+    score = f"{r.wins}–{r.losses}" + (f"–{r.draws}" if r.draws else "")
+    line = (f"gate: {verdict} — LLR {status.llr:.2f} ({status.lower:.2f}, {status.upper:.2f}) "
+            f"[{status.elo0:g}, {status.elo1:g}], {games}, {score}")
+    est = estimate(status.counts) if status.counts is not None else None
+    if est is not None and est.elo is not None:
+        line += f", Elo {_elo(est.elo)}"
+        if est.elo_low is not None and est.elo_high is not None:
+            line += f" [{_elo(est.elo_low)}, {_elo(est.elo_high)}]"
+    return line
 
 
 @singledispatch
@@ -220,6 +249,11 @@ def stop_reason(stop: RunStop) -> str:
 @stop_reason.register
 def _(stop: SprtAccepted) -> str:
     return f"SPRT accepted {stop.sprt.decision}: {sprt_line(stop.sprt)}"
+
+
+@stop_reason.register
+def _(stop: GateDecided) -> str:
+    return gate_line(stop.gate)
 
 
 @stop_reason.register
@@ -356,18 +390,28 @@ def _signed(value: float | None, digits: int = 1) -> str:
 
 
 def pairing_stats(collector: Collector, cache: dict | None = None) -> HeadToHead | None:
-    """The matchup's head-to-head, recomputed only when a game was recorded."""
+    """The matchup's head-to-head, recomputed only when a game was recorded, with the
+    stop rules' SPRTs as the collector keeps them."""
     pairing = collector.matchup.pairing
     if pairing.black == pairing.white:
         return None
-    records = collector.state.records
+    state = collector.state
+    records = state.records
     if cache is not None and cache.get("n") == len(records):
         return cache["stats"]
-    stats = head_to_head_live(records, pairing.black, pairing.white,
-                              collector.matchup.stop.sprt)
+    stops = [s for s in (state.sprt, state.gate) if s is not None]
+    stats = head_to_head_live(records, pairing.black, pairing.white, stops)
     if cache is not None:
         cache.update(n=len(records), stats=stats)
     return stats
+
+
+def _stop_mark(status: SprtStatus) -> str:
+    if status.decision is None:
+        return ""
+    if status.rule == "gate":
+        return " accept ✓" if status.decision == "H1" else " reject ✓"
+    return f" {status.decision} ✓"
 
 
 def verdict_text(h: HeadToHead | None, state: RunState) -> Text:
@@ -392,11 +436,11 @@ def verdict_text(h: HeadToHead | None, state: RunState) -> Text:
         text.append(f" {h.kind} {h.samples}", style="dim")
     if est.los is not None:
         text.append(f"  LOS {100 * est.los:.1f} %")
-    if h.sprt is not None and h.sprt_config is not None:
-        c = h.sprt_config
-        decided = {"H1": " H1 ✓", "H0": " H0 ✓"}.get(h.sprt.decision or "", "")
-        text.append(f"  LLR {_signed(h.sprt.llr, 2)} ({_signed(h.sprt.lower, 2)}, "
-                    f"{_signed(h.sprt.upper, 2)}) [{c.elo0:g}, {c.elo1:g}]{decided}")
+    for stop in h.stops:
+        name = f"gate {stop.player} " if stop.rule == "gate" else ""
+        text.append(f"  {name}LLR {_signed(stop.llr, 2)} ({_signed(stop.lower, 2)}, "
+                    f"{_signed(stop.upper, 2)}) [{stop.elo0:g}, {stop.elo1:g}]"
+                    f"{_stop_mark(stop)}")
     return text
 
 
@@ -426,10 +470,11 @@ def standings_block(collector: Collector, h: HeadToHead | None = None) -> str:
                  f"Points: {points:.1f}{share}")
     if isinstance(h.counts, Pentanomial):
         lines.append(f"Ptnml(0-2): [{', '.join(map(str, h.counts.counts))}]")
-    if h.sprt is not None and h.sprt_config is not None:
-        c = h.sprt_config
-        lines.append(f"LLR: {h.sprt.llr:.2f} ({h.sprt.lower:.2f}, {h.sprt.upper:.2f}) "
-                     f"[{c.elo0:.2f}, {c.elo1:.2f}]")
+    for stop in h.stops:
+        name = f"Gate ({stop.player}) " if stop.rule == "gate" else ""
+        lines.append(f"{name}LLR: {stop.llr:.2f} ({stop.lower:.2f}, {stop.upper:.2f}) "
+                     f"[{stop.elo0:.2f}, {stop.elo1:.2f}] over {plural(stop.games, 'game')}"
+                     f"{_stop_mark(stop)}")
     lines.append(rule)
     return "\n".join(lines)
 

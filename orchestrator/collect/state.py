@@ -50,7 +50,9 @@ class RunState:
     reasons: Counter = field(default_factory=Counter)
     latency: dict[str, deque[float]] = field(default_factory=dict)
     stop: RunStop | None = None  # why the run stops starting games, once it does
-    sprt: SprtStatus | None = None  # the pairing's SPRT after the latest game
+    # The stop rules' SPRTs over the games they count (collect/stopping.py), latest first.
+    sprt: SprtStatus | None = None
+    gate: SprtStatus | None = None
     _subscribers: list[OnEvent] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -62,8 +64,9 @@ class RunState:
         self._subscribers.append(callback)
 
     def emit(self, event: Event) -> None:
-        if isinstance(event, MovePlayed) and event.ms is not None:
-            self.latency.setdefault(event.player, deque(maxlen=LATENCIES_KEPT)).append(event.ms)
+        if isinstance(event, MovePlayed) and event.move.ms is not None:
+            self.latency.setdefault(event.player, deque(maxlen=LATENCIES_KEPT)).append(
+                event.move.ms)
         if isinstance(event, RunStop):
             self.stop = event
         for callback in self._subscribers:

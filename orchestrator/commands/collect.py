@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 EXIT_CODES = """\
 exit status:
-  0    every game asked for is recorded, or the SPRT decided
+  0    every game asked for is recorded, or the SPRT or the gate decided (`go19
+       gate RUN_DIR` then says accept or reject in its exit status)
   2    bad matchup or options (a --web port in use), or the recordings cannot be
        written (disk full, read-only): nothing half-written is left, --resume continues
   3    a player cannot be reached: no replica answers at start (after

@@ -13,15 +13,12 @@ import trio
 
 from orchestrator.commands import examples, serve_hf
 from orchestrator.players.address import AddressError, check_host
+from orchestrator.players.base import Player
 from orchestrator.players.gtp import GtpPlayer
+from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.players.player_pool import PlayerPool
-from orchestrator.serve import (
-    Engine,
-    HeuristicEngine,
-    PlayerEngine,
-    RandomEngine,
-    serve_go19,
-)
+from orchestrator.players.random_player import RandomPlayer
+from orchestrator.serve import serve_go19
 from orchestrator.words import plural
 
 GTP_KOMI = 7.5  # told to a GTP engine when --komi is not given
@@ -77,12 +74,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def make_engine(spec: str, slots: int, seed: int | None, level: int, komi: float) -> Engine:
+def make_engine(spec: str, slots: int, seed: int | None, level: int) -> Player:
     """The engine named on the command line; ValueError says what is wrong with it."""
     if spec == "heuristic":
-        return HeuristicEngine(seed=seed, level=level)
+        return HeuristicPlayer(spec, seed=seed, level=level)
     if spec == "random":
-        return RandomEngine(seed=seed)
+        return RandomPlayer(spec, seed=seed)
     if spec.startswith("gtp:"):
         argv = shlex.split(spec[4:])
         if not argv:
@@ -90,7 +87,7 @@ def make_engine(spec: str, slots: int, seed: int | None, level: int, komi: float
         if shutil.which(argv[0]) is None:
             raise ValueError(f"GTP engine {argv[0]!r} not found or not executable")
         players = [GtpPlayer(f"gtp#{i}", argv) for i in range(slots)]
-        return PlayerEngine(PlayerPool("gtp", players), komi=komi)
+        return PlayerPool("gtp", players)
     raise ValueError(f"unknown engine {spec!r}; expected {ENGINE_HELP}")
 
 
@@ -114,10 +111,11 @@ class _Announce(trio.TaskStatus[int]):
               flush=True)
 
 
-async def _serve(args: argparse.Namespace, engine: Engine) -> None:
+async def _serve(args: argparse.Namespace, engine: Player) -> None:
     try:
         await serve_go19(
             engine, args.host, args.port,
+            komi=GTP_KOMI if args.komi is None else args.komi,
             slots=args.slots, delay_ms=args.delay_ms,
             idle_timeout=args.idle_timeout, frame_timeout=args.frame_timeout,
             max_connections=args.max_connections,
@@ -168,8 +166,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"serve: --host: {exc}", file=sys.stderr)
         return 2
     try:
-        engine = make_engine(args.engine, args.slots, args.seed, args.level,
-                             GTP_KOMI if args.komi is None else args.komi)
+        engine = make_engine(args.engine, args.slots, args.seed, args.level)
     except ValueError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2

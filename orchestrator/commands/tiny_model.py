@@ -22,8 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model DIR` and vLLM load it like any Qwen2.5-VL folder. It plays no Go: LoRA "
         "adapters trained on a go19 export learn what to answer. Needs the vlm extra; "
         "docs/vlm.md.",
-        epilog=examples("go19 tiny-model models/tiny",
-                        "go19 serve --engine hf --model models/tiny --listen base=:5019"),
+        epilog=examples("go19 tiny-model models/tiny", "go19 tiny-model models/tiny --seed 1"),
     )
     parser.add_argument("dir", type=Path, metavar="DIR", help="the folder to write")
     parser.add_argument("--seed", type=int, default=0, help="torch's seed for the weights")

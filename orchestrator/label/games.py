@@ -149,11 +149,17 @@ def _accounted(read: GameRead) -> LabelGame:
                      moves=read.moves)
 
 
+def label_game(read: GameRead, max_moves: int | None = None,
+               review: bool = False) -> LabelGame:
+    """One game as the dataset build read it, with its queries (``max_moves`` and
+    ``review`` as :func:`select_games` has them), or accounted for when it has no rows."""
+    return _label_game(read, max_moves, review) if read.status == "ok" else _accounted(read)
+
+
 def read_label_games(path: str | Path, max_moves: int | None = None,
                      review: bool = False) -> list[LabelGame]:
     """Every game of one SGF file as the dataset build reads it, with its queries."""
-    return [_label_game(read, max_moves, review) if read.status == "ok" else _accounted(read)
-            for read in read_file(path)]
+    return [label_game(read, max_moves, review) for read in read_file(path)]
 
 
 def select_games(

@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from orchestrator import coords
-from orchestrator.players.base import RefusedMove
+from orchestrator.players.base import Answer, RefusedMove, answered
 from orchestrator.players.connection import Go19Connection, format_address
 from orchestrator.players.endpoint import Go19Endpoint
 from orchestrator.players.replica import ReplicaStats
@@ -57,9 +57,15 @@ class Go19Player:
         self.name = name
         self.render = render
 
-    async def genmove(self, game: Game) -> int:
+    async def answer(self, game: Game, number: int = 0,
+                     picture: bytes | None = None) -> Answer:
+        """The endpoint's move for the position, asked with ``picture`` when given, else
+        with the board drawn as ``render`` says."""
+        return await answered(self._move(game, picture))
+
+    async def _move(self, game: Game, picture: bytes | None) -> int:
         board = game.board.to_array()
-        png = board_png(game, self.render, board)
+        png = board_png(game, self.render, board) if picture is None else picture
         request = wire.Request(game.size, game.to_play, png, board.tobytes())
         reply = await self.endpoint.request(request)
         if isinstance(reply, wire.ErrorReply):

@@ -31,7 +31,14 @@ import trio
 
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import CoordinateError, from_gtp, to_gtp
-from orchestrator.players.base import RESIGN, EngineDied, ProtocolViolation, RefusedMove
+from orchestrator.players.base import (
+    RESIGN,
+    Answer,
+    EngineDied,
+    ProtocolViolation,
+    RefusedMove,
+    answered,
+)
 from orchestrator.rules.game import Game, Move
 
 COLOR_WORDS = {BLACK: "black", WHITE: "white"}
@@ -67,7 +74,12 @@ class GtpPlayer:
         # One exchange at a time, even if a caller shares the player between tasks.
         self._lock = trio.Lock()
 
+    async def answer(self, game: Game, number: int = 0,
+                     picture: bytes | None = None) -> Answer:
+        return await answered(self.genmove(game))
+
     async def genmove(self, game: Game) -> int:
+        """GTP's ``genmove`` for the position: the point, or the fault raised."""
         async with self._lock:
             return await self._genmove(game)
 

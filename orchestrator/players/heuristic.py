@@ -295,7 +295,7 @@ def _shape(board: Board, color: int, last_move: int | None, scores: list[float])
 
 
 class HeuristicPlayer(LocalPlayer):
-    """:class:`HeuristicChooser` as a referee-facing player."""
+    """:class:`HeuristicChooser` as a player (the referee's opponent, a GO19 server's engine)."""
 
     def __init__(self, name: str, seed: int | None = None, level: int = 2) -> None:
         super().__init__(name, HeuristicChooser(seed, level))

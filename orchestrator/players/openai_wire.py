@@ -1,5 +1,6 @@
 """What the OpenAI player sends and reads, without I/O: the chat-completions request for a
-position, the completion read back, and the bounded details kept of each reply.
+position, the completion read back, and what the record keeps of each reply (its bounded
+:class:`~orchestrator.move_record.ReplyDetails`).
 
 The request is one user message, the picture then the text, so that the model is asked
 exactly what it was trained on: the PNG that the GO19 client sends
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from orchestrator.coords import MOVE_TEXTS, PASS, move_to_text
+from orchestrator.move_record import ReplyDetails
 from orchestrator.prompt import fill, uses_board
 from orchestrator.render import RenderSettings
 from orchestrator.rules.board import Board
@@ -37,7 +39,6 @@ from orchestrator.untrusted import BadJson, read_json
 
 CONSTRAINTS = ("none", "choice", "regex")
 KEEP_REPLY = ("none", "fallbacks", "all")  # which moves' raw replies the record keeps
-KEPT_CHARS = 1000  # of a reply's text and of its reasoning text, per move
 SHOWN_CHARS = 200  # of a server's error message, in a fault's one line
 
 
@@ -227,32 +228,9 @@ def _excerpt(body: bytes) -> str:
     return shorten(body[:4 * SHOWN_CHARS].decode("utf-8", "replace"), SHOWN_CHARS)
 
 
-@dataclass(frozen=True, slots=True)
-class ReplyDetails:
-    """What one answered request leaves for the record (journal, ``GOXIX*`` SGF property,
-    report), bounded: the texts are cut to :data:`KEPT_CHARS` characters each, their full
-    lengths kept beside them."""
-
-    replica: str  # the base URL that answered
-    latency_ms: float  # request sent to reply read, on the trio clock; no queueing
-    prompt_tokens: int | None  # from the reply's usage, when the server says
-    completion_tokens: int | None
-    finish_reason: str | None  # "stop", "length" ...
-    reply: str | None  # choices[0].message.content, cut; None when the reply had none
-    reply_chars: int
-    reasoning: str | None  # reasoning / reasoning_content, cut; never read as the move
-    reasoning_chars: int
-
-    @classmethod
-    def of(cls, replica: str, latency_ms: float, completion: Completion) -> ReplyDetails:
-        text, reasoning = completion.text, completion.reasoning
-        return cls(
-            replica=replica, latency_ms=latency_ms,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            finish_reason=completion.finish_reason,
-            reply=None if text is None else text[:KEPT_CHARS],
-            reply_chars=len(text or ""),
-            reasoning=None if reasoning is None else reasoning[:KEPT_CHARS],
-            reasoning_chars=len(reasoning or ""),
-        )
+def reply_details(replica: str, latency_ms: float, completion: Completion) -> ReplyDetails:
+    """What the record keeps of a completion ``replica`` answered in ``latency_ms``."""
+    return ReplyDetails.cut(
+        replica, latency_ms, text=completion.text, reasoning=completion.reasoning,
+        prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
+        finish_reason=completion.finish_reason)

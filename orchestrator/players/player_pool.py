@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import trio
 
-from orchestrator.players.base import Player
+from orchestrator.players.base import Answer, Player
 from orchestrator.rules.game import Game
 
 
@@ -27,7 +27,8 @@ class PlayerPool:
         self._last_game: dict[int, int] = {}  # id(player) -> id(game) it last played
         self._turn = trio.Semaphore(len(players))
 
-    async def genmove(self, game: Game) -> int:
+    async def answer(self, game: Game, number: int = 0,
+                     picture: bytes | None = None) -> Answer:
         async with self._turn:
             player = next(
                 (p for p in self._free if self._last_game.get(id(p)) == id(game)), self._free[-1]
@@ -35,7 +36,7 @@ class PlayerPool:
             self._free.remove(player)
             self._last_game[id(player)] = id(game)
             try:
-                return await player.genmove(game)
+                return await player.answer(game, number, picture)
             finally:
                 self._free.append(player)
 

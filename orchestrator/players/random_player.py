@@ -40,7 +40,7 @@ class RandomChooser:
 
 
 class RandomPlayer(LocalPlayer):
-    """:class:`RandomChooser` as a referee-facing player."""
+    """:class:`RandomChooser` as a player (the referee's opponent, a GO19 server's engine)."""
 
     def __init__(self, name: str, seed: int | None = None) -> None:
         super().__init__(name, RandomChooser(seed))

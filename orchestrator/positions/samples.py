@@ -23,7 +23,7 @@ import numpy as np
 
 from orchestrator.coords import PASS, to_index
 from orchestrator.files import MAX_SGF_BYTES, read_sgf_file
-from orchestrator.recordings import MoveOrigin, move_origin
+from orchestrator.move_record import Origin, move_origin
 from orchestrator.rules import IllegalMove
 from orchestrator.rules.board import Board, neighbours_table
 from orchestrator.rules.replay import replay_positions
@@ -47,8 +47,8 @@ MAX_MOVE_NUMBER = np.iinfo(np.int16).max
 
 # Where a move came from (SgfMove.source): the player's own policy, or not.
 POLICY, OPENING, FALLBACK = 0, 1, 2
-_ORIGIN_CODES: dict[MoveOrigin, int] = {"own": POLICY, "opening": OPENING, "fallback": FALLBACK}
-ORIGIN_NAMES = {code: name for name, code in _ORIGIN_CODES.items() if code != POLICY}
+_ORIGIN_CODES = {Origin.OWN: POLICY, Origin.OPENING: OPENING, Origin.FALLBACK: FALLBACK}
+ORIGIN_NAMES = {code: name.value for name, code in _ORIGIN_CODES.items() if code != POLICY}
 
 _CAPTURE, _ATARI, _ESCAPE = int(Tactics.CAPTURE), int(Tactics.ATARI), int(Tactics.ESCAPE)
 
@@ -220,6 +220,19 @@ def read_file(path: str | Path, max_bytes: int | None = MAX_SGF_BYTES) -> list[G
     """Every game of one SGF file, replayed; a file that cannot be read (or is over
     ``max_bytes``) is one rejected entry with the reason ``go19 replay --require-19``
     gives."""
+    try:
+        return [read for _, read in read_games_of(path, max_bytes)]
+    except SgfError as exc:
+        return [GameRead(path=str(path), game_index=None, status="rejected",
+                         reason=exc.reason, detail=exc.detail,
+                         at_move=getattr(exc, "move", None))]
+
+
+def read_games_of(path: str | Path, max_bytes: int | None = MAX_SGF_BYTES
+                  ) -> list[tuple[SgfGame, GameRead]]:
+    """Every game of one SGF file as read (its :class:`SgfGame`) and as replayed (its
+    :class:`GameRead`, :func:`read_file`'s), from one reading; raises the SgfError of a
+    file that cannot be read."""
     from orchestrator.positions import fastreplay  # fastreplay imports this module
     from orchestrator.sgf import fastgrammar
     path = str(path)
@@ -230,12 +243,8 @@ def read_file(path: str | Path, max_bytes: int | None = MAX_SGF_BYTES) -> list[G
         trees.extend(step2(text))  # kept: the compiled replay reads plain moves from them
         return trees
 
-    try:
-        games = read_sgf_file(path, require_size=SIZE, lines=lines, max_bytes=max_bytes)
-    except SgfError as exc:
-        return [GameRead(path=path, game_index=None, status="rejected", reason=exc.reason,
-                         detail=exc.detail, at_move=getattr(exc, "move", None))]
-    return [_game_read(path, game, trees[game.game_index]) for game in games]
+    games = read_sgf_file(path, require_size=SIZE, lines=lines, max_bytes=max_bytes)
+    return [(game, _game_read(path, game, trees[game.game_index])) for game in games]
 
 
 def read_files(paths: list[str], max_bytes: int | None = MAX_SGF_BYTES

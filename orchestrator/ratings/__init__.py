@@ -50,12 +50,12 @@ from orchestrator.ratings.outcomes import (
     pentanomial_from_games,
     split_by_color,
 )
-from orchestrator.ratings.sprt import SprtResult, llr, sprt, sprt_bounds
+from orchestrator.ratings.sprt import SequentialSprt, SprtResult, llr, sprt, sprt_bounds
 
 __all__ = [
     "ELO_PER_NAT", "NELO_PER_T", "BtRatings", "ColorSplit", "Counts", "EloEstimate",
-    "GameOutcome", "Likelihood", "Pentanomial", "RatingRow", "RatingsError", "SprtResult",
-    "Wdl", "aggregate", "bradley_terry", "connected_groups", "elo_from_score", "estimate",
-    "fit_likelihoods", "likelihood_of_games", "llr", "pentanomial_from_games",
+    "GameOutcome", "Likelihood", "Pentanomial", "RatingRow", "RatingsError", "SequentialSprt",
+    "SprtResult", "Wdl", "aggregate", "bradley_terry", "connected_groups", "elo_from_score",
+    "estimate", "fit_likelihoods", "likelihood_of_games", "llr", "pentanomial_from_games",
     "score_from_elo", "split_by_color", "sprt", "sprt_bounds",
 ]

@@ -25,12 +25,17 @@ As in fishtest (``LLRcalc.regularize``) and fastchess, an outcome never seen cou
 0.001 of a sample, so the maximum-likelihood distributions exist from the first game;
 with no samples at all the LLR is 0. The test stops when the LLR reaches
 ``upper = ln((1-β)/α)`` (accept H1) or ``lower = ln(β/(1-α))`` (accept H0).
+
+:class:`SequentialSprt` runs the test as a stop rule: samples come one at a time, in the
+order the caller counts them, and the first one at which the LLR is past a bound with at
+least ``min_games`` games counted decides; nothing is counted after that, so the decision
+and the numbers it is reported with are those of the same samples.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -40,6 +45,7 @@ from orchestrator.ratings.elo import (
     Counts,
     Pentanomial,
     RatingsError,
+    Wdl,
     score_from_elo,
     score_table,
 )
@@ -217,3 +223,49 @@ def sprt(
     value = llr(counts, elo0, elo1, model)
     decision: Decision | None = "H1" if value >= upper else "H0" if value <= lower else None
     return SprtResult(llr=value, lower=lower, upper=upper, decision=decision)
+
+
+class SequentialSprt:
+    """A GSPRT fed one sample at a time (a game's :class:`Wdl` or a colour-swapped pair's
+    :class:`Pentanomial`), deciding at the first sample after which the LLR is past a bound
+    and at least ``min_games`` games are counted (Leela Zero's floor against early luck).
+
+    Once decided it counts nothing more (:meth:`add` returns False): ``counts``, ``games``
+    and ``result`` stay those of the deciding sample. Before ``min_games`` the LLR is
+    reported but ``result.decision`` is None.
+    """
+
+    def __init__(self, elo0: float, elo1: float, alpha: float = 0.05, beta: float = 0.05,
+                 model: Model = "logistic", min_games: int = 0) -> None:
+        self.elo0, self.elo1, self.alpha, self.beta, self.model = elo0, elo1, alpha, beta, model
+        self.min_games = min_games
+        self.counts: Counts | None = None
+        self.games = 0
+        lower, upper = sprt_bounds(alpha, beta)
+        llr(Wdl(), elo0, elo1, model)  # bad hypotheses raise here, not at the first sample
+        self.result = SprtResult(0.0, lower, upper, None)
+
+    @property
+    def decided(self) -> bool:
+        return self.result.decision is not None
+
+    def add(self, sample: Counts) -> bool:
+        """Count one sample; False (and nothing counted) once the test has decided."""
+        if self.decided:
+            return False
+        counts = self.counts
+        if counts is None:
+            counts = sample
+        elif isinstance(counts, Wdl) and isinstance(sample, Wdl):
+            counts = counts + sample
+        elif isinstance(counts, Pentanomial) and isinstance(sample, Pentanomial):
+            counts = counts + sample
+        else:
+            raise RatingsError(f"sprt: a {type(sample).__name__} sample among "
+                               f"{type(counts).__name__} counts")
+        self.counts, self.games = counts, counts.games
+        result = sprt(counts, self.elo0, self.elo1, self.alpha, self.beta, self.model)
+        if self.games < self.min_games:
+            result = replace(result, decision=None)
+        self.result = result
+        return True

@@ -123,6 +123,14 @@ def section(runs: Sequence[RunData], head_to_head: Sequence[HeadToHead],
             labels: Sequence[Path] | None, warn: Warn) -> QualityReport | QualityUnavailable:
     """``report.quality``: :class:`QualityUnavailable` (with how to get labels) without a
     label folder."""
+    return pairs_section(runs, [(h.player, h.opponent) for h in head_to_head], labels, warn)
+
+
+def pairs_section(runs: Sequence[RunData], pairs: Sequence[tuple[str, str]],
+                  labels: Sequence[Path] | None, warn: Warn
+                  ) -> QualityReport | QualityUnavailable:
+    """The section with the head-to-heads of ``pairs`` (player, opponent): the report's,
+    and ``go19 gate``'s over the games it counted."""
     sets = []
     for folder in label_folders(runs, labels):
         try:
@@ -132,6 +140,6 @@ def section(runs: Sequence[RunData], head_to_head: Sequence[HeadToHead],
     if not sets:
         return QualityUnavailable(available=False, hint=HINT)
     judged, counts = _judged(runs, sets, warn)
-    return quality_report(judged, [(h.player, h.opponent) for h in head_to_head],
+    return quality_report(judged, pairs,
                           lambda player, opponent: _elo_decided(runs, player, opponent),
                           _settings(sets), counts)

@@ -13,12 +13,15 @@ the engine computations running at once; ``delay_ms`` is the least time a slot
 spends on a request, computing included (a fixed service time, like a model's),
 for latency tests and benchmarks.
 
-Engines see a position, not a game: ``genmove(board, color)`` gets the uint8
-``(size, size)`` array from the request and returns a point or ``PASS``. GO19
-has no resign, so an engine that resigns is answered as a pass. A
-:class:`PictureEngine` (a VLM) is asked with the request's PNG too, and its call is
-cancelled when the client closes the connection meanwhile, so an engine that queues
-requests drops the ones nobody waits for.
+The engine is any :class:`~orchestrator.players.base.Player`, asked as the referee asks
+one: the request's position becomes a fresh game (its stones as setup stones, the side
+to move, ``komi``: :func:`~orchestrator.serve.engines.request_game`) and the request's PNG
+is the picture it is asked with. Its point (or ``PASS``) is the reply and its fault the
+error frame; GO19 has no resign, so a player that resigns is answered as a pass. With
+``cancel_abandoned`` (a VLM's ports) a request is cancelled when its client closes the
+connection meanwhile, so an engine that queues requests drops the ones nobody waits for;
+without it an engine finishes what it started (a GTP engine cancelled mid-``genmove``
+would be restarted).
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ import numpy as np
 import trio
 
 from orchestrator import coords
-from orchestrator.players.base import RESIGN
+from orchestrator.players.base import RESIGN, Player
 from orchestrator.protocol import go19 as wire
-from orchestrator.serve.engines import Engine, EngineError, PictureEngine
+from orchestrator.serve.engines import EngineError, request_game
 
 T = TypeVar("T")
 
@@ -71,7 +74,9 @@ class _Timeout(Exception):
 class _Server:
     def __init__(
         self,
-        engine: Engine | PictureEngine,
+        engine: Player,
+        komi: float,
+        cancel_abandoned: bool,
         limits: wire.Limits,
         slots: int,
         delay_ms: float,
@@ -83,6 +88,8 @@ class _Server:
         log: Callable[[str], None],
     ) -> None:
         self.engine = engine
+        self.komi = komi
+        self.cancel_abandoned = cancel_abandoned
         self.limits = limits
         self.limiter = trio.CapacityLimiter(slots)
         self.delay = delay_ms / 1000.0
@@ -205,11 +212,13 @@ class _Server:
             async with self.limiter:
                 # A fixed service time, like a model's: computing counts towards the delay.
                 started = trio.current_time()
-                if isinstance(engine, PictureEngine):
-                    point = await _while_connected(stream, lambda: engine.genmove_picture(
-                        board, request.ai_side, request.png))
-                else:
-                    point = await engine.genmove(board, request.ai_side)
+                game = request_game(board, request.ai_side, self.komi)
+
+                async def move() -> int:  # a fault is this request's error reply, undelayed
+                    return (await engine.answer(game, picture=request.png or None)).move()
+
+                point = await (_while_connected(stream, move) if self.cancel_abandoned
+                               else move())
                 await trio.sleep_until(started + self.delay)
             if point == RESIGN:
                 point = coords.PASS
@@ -288,10 +297,12 @@ def _quiet(_: str) -> None:
 
 
 async def serve_go19(
-    engine: Engine | PictureEngine,
+    engine: Player,
     host: str | None = "127.0.0.1",
     port: int = 5019,
     *,
+    komi: float = 7.5,
+    cancel_abandoned: bool = False,
     slots: int = 1,
     delay_ms: float = 0.0,
     idle_timeout: float = 60.0,
@@ -305,6 +316,8 @@ async def serve_go19(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``engine`` until cancelled; with ``nursery.start`` it returns the bound port.
+    ``komi`` is the komi of the games it is asked in (a GO19 request does not carry one);
+    ``cancel_abandoned`` cancels a request whose client has gone.
 
     ``port=0`` picks a free port. ``host=None`` listens on every interface.
     Beyond ``max_connections`` open connections a new one is closed at once; when the
@@ -318,8 +331,8 @@ async def serve_go19(
     if allowed_sizes is not None:
         limits = replace(limits, allowed_sizes=frozenset(allowed_sizes))
     server = _Server(
-        engine, limits, slots, delay_ms, idle_timeout, frame_timeout, max_connections,
-        partial_budget, stats or ServerStats(), log,
+        engine, komi, cancel_abandoned, limits, slots, delay_ms, idle_timeout, frame_timeout,
+        max_connections, partial_budget, stats or ServerStats(), log,
     )
     listeners = await trio.open_tcp_listeners(port, host=host)
     task_status.started(listeners[0].socket.getsockname()[1])

@@ -14,6 +14,7 @@ import trio
 
 from orchestrator.color import BLACK
 from orchestrator.coords import PASS
+from orchestrator.move_record import MoveRecord
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.sgf import SgfError, SgfGame, read_games
@@ -31,14 +32,14 @@ class ReplayError(ValueError):
 
 def _replayed(path: Path, moves: int | None = None) -> tuple[SgfGame, Game, list[list]]:
     """The SGF's first game replayed under the referee's rules (its first ``moves``
-    moves, all when None), with each move as the page steps through it:
-    ``[point or None, 1 or 2, source or None, [captured points]]``."""
+    moves, all when None), with each move of its record as the page steps through it:
+    ``[point or None, 1 or 2, source mark or None, [captured points]]``."""
     record = read_games(path.read_bytes())[0]
     if record.setup:
         raise ReplayError("setup stones (not a go19 recording)")
     game = Game(record.size, record.komi)
     steps = []
-    for number, move in enumerate(record.moves[:moves], 1):
+    for number, move in enumerate(map(MoveRecord.from_sgf, record.moves[:moves]), 1):
         try:
             result = game.play(move.point, move.color)
         except IllegalMove as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from orchestrator.coords import PASS, to_gtp
-from orchestrator.players.base import RESIGN, ConnectionFailed, Player
+from orchestrator.players.base import RESIGN, Answer, ConnectionFailed, Player
 from orchestrator.players.go19 import Go19Player, Go19Service, board_png
 from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.players.openai import OpenAIPlayer
@@ -33,7 +33,8 @@ class HumanSeat:
         self.session = session
         self.name = name
 
-    async def genmove(self, game: Game) -> int:
+    async def answer(self, game: Game, number: int = 0,
+                     picture: bytes | None = None) -> Answer:
         session = self.session
         session.waiting_human = True
         session.changed()
@@ -48,7 +49,7 @@ class HumanSeat:
                                     "error")
                         continue
                 session.say("", "info")  # a move is made: a refused one is old news
-                return action
+                return Answer(action)
         finally:
             session.waiting_human = False
 
@@ -64,9 +65,10 @@ class AiSeat:
         self.name = name
         self._ai = HeuristicPlayer(name, seed=seed, level=AI_LEVEL)
 
-    async def genmove(self, game: Game) -> int:
+    async def answer(self, game: Game, number: int = 0,
+                     picture: bytes | None = None) -> Answer:
         self.session.changed()
-        return await self._ai.genmove(game)
+        return await self._ai.answer(game, number, picture)
 
     async def aclose(self) -> None:
         return None
@@ -103,7 +105,8 @@ class VlmSeat:
         else:
             self._player = Go19Player(_RecordingEndpoint(server, session), name, render)
 
-    async def genmove(self, game: Game) -> int:
+    async def answer(self, game: Game, number: int = 0,
+                     picture: bytes | None = None) -> Answer:
         session = self.session
         session.thinking = self.name
         if self._draws:  # the same picture the player sends ("what the VLM sees")
@@ -111,10 +114,10 @@ class VlmSeat:
             session.vlm_png_version += 1
         session.changed()
         try:
-            return await self._player.genmove(game)
-        except ConnectionFailed as exc:
-            session.server_failed(self.index, str(exc))
-            raise
+            answer = await self._player.answer(game, number, picture)
+            if isinstance(answer.fault, ConnectionFailed):
+                session.server_failed(self.index, str(answer.fault))
+            return answer
         finally:
             session.thinking = None
 

@@ -31,9 +31,9 @@ from pydantic import ValidationError
 from orchestrator import __version__
 from orchestrator.collect.collector import MAX_VOID_STREAK
 from orchestrator.collect.matchup import Fallback as FallbackRule
-from orchestrator.collect.recorder import journal_record, utc_stamp
+from orchestrator.collect.players import go19_meta, heuristic_meta, openai_meta
 from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, play_game
-from orchestrator.collect.sgf_record import recorded_game_sgf
+from orchestrator.collect.sgf_record import game_sgf
 from orchestrator.collect.standings import fallback_status, void_streak_text
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
@@ -42,7 +42,7 @@ from orchestrator.files import atomic_write
 from orchestrator.players.base import RESIGN, Player
 from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlayer
 from orchestrator.prompt import read_template
-from orchestrator.recordings import VOID_DIR, PlayerMeta
+from orchestrator.recordings import VOID_DIR, PlayerMeta, sgf_name, utc_stamp
 from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
 from orchestrator.web import views
@@ -383,7 +383,7 @@ class PlaySession:
             return HumanSeat(self, name)
 
         def ai() -> AiSeat:
-            meta["heuristic-ai"] = PlayerMeta(kind="heuristic", level=AI_LEVEL)
+            meta["heuristic-ai"] = heuristic_meta(AI_LEVEL, seed)
             return AiSeat(self, "heuristic-ai", seed)
 
         def vlm(index: int) -> VlmSeat:
@@ -394,14 +394,10 @@ class PlaySession:
                 name = adapter or settings.model(index)
                 ask = AskSettings(model=settings.model(index), template=read_template(None),
                                   render=render)
-                meta[name] = PlayerMeta(kind="openai", adapter=adapter or None,
-                                        model=ask.model, endpoint=where, replicas=[where],
-                                        render=render, prompt_sha256=ask.template_sha256,
-                                        answer=ask.answer)
+                meta[name] = openai_meta(ask, [where], adapter or None, "none")
                 return VlmSeat(self, index, OpenAIPlayer(endpoint, ask, name), name, render)
             name = adapter or f"vlm-{where}"
-            meta[name] = PlayerMeta(kind="go19", adapter=adapter or None, endpoint=where,
-                                    render=render)
+            meta[name] = go19_meta(adapter or None, None, where, render)
             return VlmSeat(self, index, endpoint, name, render)
 
         seats: dict[int, Player]
@@ -422,17 +418,16 @@ class PlaySession:
     def _save(self, outcome: RefereedGame, meta: dict[str, PlayerMeta]) -> Path:
         """Training mode: the finished game as collect records it, in recordings/ (a void
         one in recordings/void/, as in a run folder), named as collect names a game
-        (``baduk-<stamp>-<game>.sgf``, as its record says)."""
+        (``baduk-<stamp>-<game>.sgf``; ``…-2.sgf`` and on when another go19 play saved
+        the same second and game number), and its record says that name."""
         folder = self.recordings / VOID_DIR if outcome.void else self.recordings
         folder.mkdir(parents=True, exist_ok=True)
-        record = journal_record(outcome, self.run_id, meta)
-        stem = f"baduk-{utc_stamp(outcome.finished)}-{outcome.number:05d}"
-        path = folder / f"{stem}.sgf"
-        suffix = 1
-        while path.exists():  # another go19 play, the same second and game number
-            suffix += 1
-            path = folder / f"{stem}-{suffix}.sgf"
-        atomic_write(path, recorded_game_sgf(outcome, record, __version__))
+        stamp, copy = utc_stamp(outcome.finished), 1
+        while (folder / sgf_name(stamp, outcome.number, copy)).exists():
+            copy += 1
+        game = outcome.record(self.run_id, meta, sgf_name(stamp, outcome.number, copy))
+        path = folder / game.journal.sgf
+        atomic_write(path, game_sgf(game, __version__))
         return path
 
 

@@ -9,7 +9,8 @@ from functools import partial
 
 import trio
 
-from orchestrator.serve import RandomEngine, serve_go19
+from orchestrator.players.random_player import RandomPlayer
+from orchestrator.serve import serve_go19
 from tests.conftest import REPO
 from tests.players.openai_server import DEEP_JSON, LOCALHOST, OpenAIServer
 
@@ -39,7 +40,7 @@ async def test_a_base_url_lists_its_models_or_checks_one(nursery) -> None:
 
 async def test_a_go19_endpoint_and_a_base_url_in_one_call(nursery) -> None:
     http = await nursery.start(OpenAIServer().serve)
-    go19 = await nursery.start(partial(serve_go19, RandomEngine(seed=1), LOCALHOST, 0))
+    go19 = await nursery.start(partial(serve_go19, RandomPlayer("engine", seed=1), LOCALHOST, 0))
     status, out, _ = await ping(f"{LOCALHOST}:{go19}", f"http://{LOCALHOST}:{http}/v1",
                                 "--model", "r5")
     lines = out.splitlines()

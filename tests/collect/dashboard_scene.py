@@ -15,6 +15,7 @@ from orchestrator.collect.players import PlayerHandle
 from orchestrator.collect.referee import GameSpec, LiveGame
 from orchestrator.collect.standings import RecentEvents
 from orchestrator.collect.state import RunState
+from orchestrator.collect.stopping import RuleTally, StopRule
 from orchestrator.events import Fallback, GameRecorded, ReplicaChanged
 from orchestrator.players.go19 import ReplicaStats
 from orchestrator.recordings import JournalRecord, PlayerMeta
@@ -69,11 +70,14 @@ def scene(games: int = 212, paired: bool = True, in_flight: int = 8, more_replic
     state.started_at -= 3600 * 1.5
     recent = RecentEvents()  # the dashboard's (Dashboard(console, collector.recent))
     state.subscribe(recent.on_event)
+    sprt = StopRule(RuleTally("sprt", "r5", "r4", Sprt()), 2 if paired else 1)
     for n in range(1, games + 1):
         black, white = ("r5", "r4") if n % 2 else ("r4", "r5")
         r5_wins = rng.random() < 0.56
         winner = "black" if (black == "r5") == r5_wins else "white"
         state.add_record(record(n, black, white, winner, (n - 1) // 2 if paired else None))
+        sprt.add(state.records[-1])
+    state.sprt = sprt.tally.status()  # as the collector keeps it
     for n in range(games + 1, games + 1 + in_flight):
         black, white = ("r5", "r4") if n % 2 else ("r4", "r5")
         game = Game(19, 7.5)

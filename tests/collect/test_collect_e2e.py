@@ -20,6 +20,8 @@ from sgfmill import sgf
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.collect.standings import sprt_line
 from orchestrator.events import SprtAccepted, VoidStreak
+from orchestrator.recordings import read_journal
+from tests.collect.schedule_walk import schedule_walk
 from tests.conftest import GNUGO, REPO, requires_gnugo
 
 EMBEDDED = """
@@ -289,7 +291,9 @@ async def test_per_move_latency_is_recorded_and_reported_exactly(tmp_path: Path)
 async def test_sprt_stops_a_lopsided_match_early(tmp_path: Path) -> None:
     """Heuristic AI against the random mover: H1 (elo1 = 100) is accepted long before the
     200 games asked for, games in flight are dropped, and the journal holds only
-    finished games."""
+    finished games. The decision is over the games in schedule order up to the deciding
+    one, and so is what is shown of it, whichever games finished after it (four at a time,
+    some do): the same as counting the journal's games in slot order by hand."""
     path = tmp_path / "sprt.toml"
     path.write_text(
         """
@@ -315,7 +319,12 @@ sprt = { elo0 = 0, elo1 = 100, alpha = 0.05, beta = 0.05 }
     assert 0 < state.done < 200
     records = journal(summary.run_dir)
     assert len(records) == state.done
-    # The LLR the dashboard shows is past the upper bound ln((1-b)/a) = 2.94.
-    assert state.sprt is not None and state.sprt.llr >= state.sprt.upper
+    # The LLR the dashboard shows is the deciding one, past ln((1-b)/a) = 2.94.
+    assert state.sprt == state.stop.sprt
+    assert state.sprt.llr >= state.sprt.upper
     assert state.sprt.upper == pytest.approx(2.944, abs=1e-3)
     assert f"LLR {state.sprt.llr:+.2f} (-2.94, +2.94)" in sprt_line(state.sprt)
+    walked = schedule_walk(read_journal(summary.run_dir / "games.jsonl").records,
+                           "heuristic", 0, 100, unit=1)
+    assert (walked.decision, walked.games) == ("H1", state.sprt.games)
+    assert walked.llr == pytest.approx(state.sprt.llr, abs=1e-9)

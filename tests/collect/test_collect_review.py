@@ -119,7 +119,10 @@ def test_plain_log_shows_the_quality_line_and_go19_review_reuses_the_labels(tmp_
     assert (run / "labels" / "labels.json").read_bytes() == manifest
     sentence = next(line for line in again.stdout.splitlines()
                     if line.startswith("move quality: ")).removeprefix("move quality: ")
-    assert reviewed[-1].endswith(sentence)
+    # the live line words the verdict as the report does; the report adds its coverage
+    verdict, coverage = sentence.removesuffix(").").rsplit(" (", 1)
+    assert coverage == "2 of 2 games labelled, every move"
+    assert reviewed[-1].endswith(verdict + ".")
     assert f"move quality: {sentence}" in out  # the collect report's closing lines too
 
 

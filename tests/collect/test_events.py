@@ -10,6 +10,7 @@ from orchestrator import events
 from orchestrator.collect.standings import has_words, stop_reason, words
 from orchestrator.collect.state import RunState
 from orchestrator.events import Event, Fallback, MovePlayed, RunStop, SprtAccepted, SprtStatus
+from orchestrator.move_record import MoveRecord
 
 
 def _subclasses(base: type) -> list[type]:
@@ -30,8 +31,8 @@ def test_subscribers_hear_events_after_the_state_took_them_in() -> None:
     state = RunState(run_id="r", target=2, players=["a", "b"])
     seen: list[tuple[Event, int, object]] = []
     state.subscribe(lambda e: seen.append((e, len(state.latency.get("a", ())), state.stop)))
-    move = MovePlayed(1, 1, "a", 1, 40, None, 12.5)
-    sprt = SprtStatus("a", "b", 0.0, 30.0, 3.1, -2.94, 2.94, "H1")
+    move = MovePlayed(1, 1, "a", MoveRecord(1, 40, ms=12.5))
+    sprt = SprtStatus("a", "b", 0.0, 30.0, 3.1, -2.94, 2.94, "H1", games=40)
     state.emit(move)
     state.emit(Fallback(1, 2, "b", "timeout"))
     state.emit(SprtAccepted(sprt))
@@ -40,4 +41,4 @@ def test_subscribers_hear_events_after_the_state_took_them_in() -> None:
     assert list(state.latency["a"]) == [12.5]
     assert words(move) is None  # moves are not logged
     assert words(SprtAccepted(sprt)) == (
-        "stopping: SPRT accepted H1: a vs b [0, 30]: LLR +3.10 (-2.94, +2.94)")
+        "stopping: SPRT accepted H1: a vs b [0, 30]: LLR +3.10 (-2.94, +2.94) over 40 games")

@@ -57,6 +57,11 @@ def test_self_play_is_one_player_on_both_sides(tmp_path: Path) -> None:
         (lambda t: t + "[game]\nconcurency = 3\n", "game.concurency"),
         (lambda t: t.replace('kind = "heuristic"', 'kind = "telepathy"'), "players.b"),
         (lambda t: t + "[stop]\nsprt = { elo0 = 10, elo1 = 5 }\n", "stop.sprt"),
+        (lambda t: t + '[stop]\ngate = { candidate = "c" }\n',
+         "stop.gate.candidate = 'c' is not a player of the pairing (a, b)"),
+        (lambda t: t.replace('white = "b"', 'white = "b"\nalternate_colors = false')
+         + '[stop]\ngate = { candidate = "a" }\n', "set pairing.alternate_colors = true"),
+        (lambda t: t + '[stop]\ngate = { candidate = "a", elo0 = 40 }\n', "stop.gate"),
         (lambda t: t.replace("[pairing]", "[pairing\n"), "not valid TOML"),
     ],
 )

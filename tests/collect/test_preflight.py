@@ -19,7 +19,8 @@ import trio.testing
 
 from orchestrator.collect.matchup import load_matchup
 from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
-from orchestrator.serve import RandomEngine, serve_go19
+from orchestrator.players.random_player import RandomPlayer
+from orchestrator.serve import serve_go19
 from tests.conftest import GNUGO, REPO, requires_gnugo
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
@@ -143,7 +144,8 @@ async def test_every_endpoint_gets_one_line_and_one_live_replica_is_enough(
     said: list[str] = []
     async with trio.open_nursery() as nursery:
         port = await nursery.start(lambda task_status: serve_go19(
-            RandomEngine(seed=1), "127.0.0.1", 0, allowed_sizes=(9,), task_status=task_status))
+            RandomPlayer("engine", seed=1), "127.0.0.1", 0, allowed_sizes=(9,),
+            task_status=task_status))
         with reserved_port() as (_, dead):
             path = write(tmp_path, go19_player(port, dead))
             path.write_text(path.read_text().replace(

@@ -24,7 +24,8 @@ import trio
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.dataset import build, load, load_games
 from orchestrator.export.pipeline import ExportOptions, export
-from orchestrator.serve import HeuristicEngine, serve_go19
+from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.serve import serve_go19
 from tests.export.export_checks import decode, orientation_faults, parquet_rows
 
 pytest.importorskip("pyarrow", reason="pyarrow (the `export` extra) not installed")
@@ -111,7 +112,7 @@ def _without_render(text: str) -> str:
 async def test_exported_pictures_are_what_serve_received(tmp_path: Path) -> None:
     seen: Seen = {}
     async with trio.open_nursery() as nursery:
-        server_port = await nursery.start(serve_go19, HeuristicEngine(seed=1, level=1),
+        server_port = await nursery.start(serve_go19, HeuristicPlayer("engine", seed=1, level=1),
                                           "127.0.0.1", 0)
         port = await nursery.start(relay, server_port, seen)
         matchup = tmp_path / "export.toml"

@@ -44,7 +44,7 @@ async def reason_of(endpoint: Go19Endpoint, game: Game, timeout: float = 5.0) ->
     """What the referee would record for one move: a fallback reason or None."""
     with trio.move_on_after(timeout) as deadline:
         try:
-            point = await Go19Player(endpoint, "p").genmove(game)
+            point = (await Go19Player(endpoint, "p").answer(game)).move()
         except PlayerError as exc:
             return exc.reason
     if deadline.cancelled_caught:
@@ -126,7 +126,7 @@ async def test_error_reply_closes_the_connection(nursery, fault_clock) -> None:
     async with Go19Endpoint([(LOCALHOST, port)], allowed_sizes=(9,)) as endpoint:
         for _ in range(3):
             with pytest.raises(RefusedMove, match="p: injected fault: model not loaded"):
-                await Go19Player(endpoint, "p").genmove(Game(9))
+                (await Go19Player(endpoint, "p").answer(Game(9))).move()
     assert server.connections == 3
 
 

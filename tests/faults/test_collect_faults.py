@@ -26,7 +26,8 @@ from orchestrator.events import (
     RunStop,
     VoidStreak,
 )
-from orchestrator.serve import RandomEngine, serve_go19
+from orchestrator.players.random_player import RandomPlayer
+from orchestrator.serve import serve_go19
 
 from .harness import PLAYER, check_recordings, journal, recorded, run_collect, write_matchup
 from .server import ILLEGAL, REASON, REQUEST_FAULTS, Burst, Farm, Plan, Window
@@ -249,19 +250,19 @@ def down_events(run) -> tuple[float, float | None]:
     return down, back
 
 
-class CountingEngine(RandomEngine):
+class CountingEngine(RandomPlayer):
     """Random moves; ``tired`` is set once it has answered ``answers`` requests."""
 
     def __init__(self, answers: int) -> None:
-        super().__init__(seed=1)
+        super().__init__("counting", seed=1)
         self.left = answers
         self.tired = trio.Event()
 
-    async def genmove(self, board, color: int) -> int:
+    async def answer(self, game, number=0, picture=None):
         self.left -= 1
         if self.left <= 0:
             self.tired.set()
-        return await super().genmove(board, color)
+        return await super().answer(game, number, picture)
 
 
 async def outage_server(

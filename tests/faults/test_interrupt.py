@@ -16,13 +16,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import trio
 
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.events import Event, Interrupted
-from orchestrator.serve import RandomEngine, serve_go19
+from orchestrator.players.base import Answer
+from orchestrator.players.random_player import RandomPlayer
+from orchestrator.rules.game import Game
+from orchestrator.serve import serve_go19
 from orchestrator.words import plural
 from tests.conftest import REPO
 
@@ -40,19 +42,19 @@ class GatedEngine:
     """Random moves; after ``free`` answers, every request waits until ``gate`` opens."""
 
     def __init__(self, free: int) -> None:
-        self.inner = RandomEngine(seed=1)
+        self.inner = RandomPlayer("engine", seed=1)
         self.free = free
         self.gate = trio.Event()
         self.held = 0
 
-    async def genmove(self, board: np.ndarray, color: int) -> int:
+    async def answer(self, game: Game, number: int = 0, picture: bytes | None = None) -> Answer:
         if self.free > 0:
             self.free -= 1
         elif not self.gate.is_set():
             self.held += 1
             await self.gate.wait()
             self.held -= 1
-        return await self.inner.genmove(board, color)
+        return await self.inner.answer(game, number, picture)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -15,7 +15,8 @@ from orchestrator.players.address import (
 from orchestrator.players.base import ConnectionFailed
 from orchestrator.players.connection import Go19Connection
 from orchestrator.players.ping import ping_once, ping_text
-from orchestrator.serve import RandomEngine, serve_go19
+from orchestrator.players.random_player import RandomPlayer
+from orchestrator.serve import serve_go19
 
 BAD = {
     "a..b": "empty label",
@@ -96,7 +97,7 @@ async def test_an_unknown_name_is_a_bad_host_name_too() -> None:
 
 async def test_ping_once_says_bad_host_name_and_still_pings_good_ones() -> None:
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve_go19, RandomEngine(seed=1), "127.0.0.1", 0)
+        port = await nursery.start(serve_go19, RandomPlayer("engine", seed=1), "127.0.0.1", 0)
         ok, reason, ms = await ping_once(("a..b", port), 5)
         assert (ok, reason) == (False, "bad host name")
         line = ping_text(ok, f"a..b:{port}", reason, ms)

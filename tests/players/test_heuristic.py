@@ -235,7 +235,7 @@ async def test_players_answer_what_the_ai_would_for_the_side_to_move() -> None:
     game = Game(9)
     players = {BLACK: black, WHITE: white}
     while not game.over_by_passes:
-        game.play(await players[game.to_play].genmove(game))
+        game.play((await players[game.to_play].answer(game)).move())
     await black.aclose()
     await white.aclose()
 

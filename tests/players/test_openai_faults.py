@@ -16,12 +16,11 @@ import trio
 import trio.testing
 
 from orchestrator.collect.referee import GameSpec, RefereeSettings, ask, play_game
+from orchestrator.move_record import KEPT_CHARS, Origin
 from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlayer
 from orchestrator.players.openai_http import MAX_REPLY_BYTES
-from orchestrator.players.openai_wire import KEPT_CHARS
 from orchestrator.prompt import read_template
-from orchestrator.recordings import fallback_source
 from orchestrator.rules.game import Game
 from tests.dataset.games import p
 from tests.players.openai_server import HUGE_BYTES, LOCALHOST, OpenAIServer
@@ -173,9 +172,9 @@ async def test_a_game_goes_on_through_every_fault(nursery, virtual_clock) -> Non
             game = await play_game(GameSpec(0, "vlm", "ai"), 1, players, rules)
     assert game.reason in ("two-passes", "move-cap")
     assert game.fallbacks["vlm"] == Counter(reasons[f] for f in script)
-    black = [m.source for m in game.moves if m.color == 1]
-    assert black[:len(script)] == [fallback_source(reasons[f]) for f in script]
-    assert all(source is None for source in black[len(script):])
+    black = [(m.origin, m.reason) for m in game.moves if m.color == 1]
+    assert black[:len(script)] == [(Origin.FALLBACK, reasons[f]) for f in script]
+    assert all(said == (Origin.OWN, None) for said in black[len(script):])
     assert len(black) > len(script)  # and it went on playing its own moves
 
 

@@ -14,8 +14,8 @@ import trio.testing
 
 from orchestrator.collect.standings import words
 from orchestrator.events import Event, ReplicaChanged
-from orchestrator.players.base import ProtocolViolation
-from orchestrator.players.openai import AskSettings, OpenAIAnswer, OpenAIEndpoint, OpenAIPlayer
+from orchestrator.players.base import Answer, ProtocolViolation
+from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlayer
 from orchestrator.players.openai_http import check_model, list_models
 from orchestrator.players.openai_wire import request_seed
 from orchestrator.prompt import read_template
@@ -48,11 +48,11 @@ async def url_of(nursery: trio.Nursery, server: OpenAIServer) -> str:
 
 
 async def ask_all(endpoint: OpenAIEndpoint, count: int = REQUESTS
-                  ) -> list[tuple[int, OpenAIAnswer]]:
+                  ) -> list[tuple[int, Answer]]:
     """``count`` requests, two at a time, game ``n`` for the n-th: (n, its answer)."""
     player = OpenAIPlayer(endpoint, AskSettings("r5", read_template(None),
                                                 constrain="choice"), "vlm")
-    answers: list[tuple[int, OpenAIAnswer]] = []
+    answers: list[tuple[int, Answer]] = []
     limiter = trio.CapacityLimiter(2)
 
     async def one(number: int) -> None:
@@ -66,14 +66,14 @@ async def ask_all(endpoint: OpenAIEndpoint, count: int = REQUESTS
     return sorted(answers, key=lambda pair: pair[0])
 
 
-def not_their_own(answers: list[tuple[int, OpenAIAnswer]]) -> list[tuple[int, str | None]]:
+def not_their_own(answers: list[tuple[int, Answer]]) -> list[tuple[int, str | None]]:
     """The answers kept that are not their request's: (game, what the reply says)."""
     return [(number, a.details.reasoning) for number, a in answers
             if a.details is not None
             and a.details.reasoning != answers_seed(request_seed(0, 0, number, 1))]
 
 
-def faults(answers: list[tuple[int, OpenAIAnswer]]) -> list[str]:
+def faults(answers: list[tuple[int, Answer]]) -> list[str]:
     return [a.fault.reason for _, a in answers if a.fault is not None]
 
 

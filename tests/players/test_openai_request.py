@@ -144,11 +144,11 @@ async def test_sampling_fields_and_a_seed_per_run_game_and_move(nursery) -> None
         player = OpenAIPlayer(endpoint, settings(model="lora_mix_qwen_r5", temperature=0.7,
                                                  seed=11, max_tokens=9), "r5", run=3)
         game = Game(19, 6.5)
-        await player.answer(game, game_number=4)
-        await player.answer(game, game_number=4)  # a rerun of the same request
-        await player.answer(game, game_number=5)
+        await player.answer(game, number=4)
+        await player.answer(game, number=4)  # a rerun of the same request
+        await player.answer(game, number=5)
         game.play(p("Q16"))
-        await player.answer(game, game_number=4)
+        await player.answer(game, number=4)
     bodies = [seen.json for seen in server.seen]
     assert [(b["model"], b["temperature"], b["max_tokens"]) for b in bodies] == \
         [("lora_mix_qwen_r5", 0.7, 9)] * 4

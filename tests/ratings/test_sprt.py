@@ -15,7 +15,15 @@ import math
 import numpy as np
 import pytest
 
-from orchestrator.ratings import NELO_PER_T, Pentanomial, RatingsError, Wdl, llr, sprt
+from orchestrator.ratings import (
+    NELO_PER_T,
+    Pentanomial,
+    RatingsError,
+    SequentialSprt,
+    Wdl,
+    llr,
+    sprt,
+)
 from orchestrator.ratings.sprt import sprt_bounds
 
 
@@ -195,3 +203,40 @@ def test_color_swapped_pairs_count_as_one_sample_each() -> None:
 def test_bad_parameters_raise_one_clear_error(kwargs, message) -> None:
     with pytest.raises(RatingsError, match=message):
         sprt(Wdl(3, 2, 1), **kwargs)
+
+
+WIN, LOSS = Wdl(wins=1), Wdl(losses=1)
+
+
+def test_a_sequential_test_decides_at_the_first_crossing_and_counts_nothing_after() -> None:
+    test = SequentialSprt(0, 30)
+    samples = [WIN] * 200
+    decided_at = next(n for n in range(1, 201) if sprt(Wdl(wins=n), 0, 30).decision)
+    for n, sample in enumerate(samples, 1):
+        counted = test.add(sample)
+        assert counted == (n <= decided_at)
+    assert test.games == decided_at and test.counts == Wdl(wins=decided_at)
+    assert test.result == sprt(Wdl(wins=decided_at), 0, 30)
+    assert not test.add(LOSS) and test.counts == Wdl(wins=decided_at)
+
+
+def test_min_games_holds_the_decision_back_not_the_llr() -> None:
+    early = next(n for n in range(1, 200) if sprt(Wdl(wins=n), 0, 30).decision)
+    test = SequentialSprt(0, 30, min_games=early + 10)
+    for _ in range(early + 9):
+        test.add(WIN)
+    assert test.result.llr > test.result.upper and not test.decided
+    test.add(WIN)
+    assert test.decided and test.games == early + 10
+
+
+def test_pairs_count_as_pentanomial_samples_and_kinds_do_not_mix() -> None:
+    test = SequentialSprt(0, 35)
+    test.add(Pentanomial(ww=1))
+    test.add(Pentanomial(wl_dd=1))
+    assert test.counts == Pentanomial(wl_dd=1, ww=1) and test.games == 4
+    assert test.result.llr == sprt(Pentanomial(wl_dd=1, ww=1), 0, 35).llr
+    with pytest.raises(RatingsError, match="Wdl sample among Pentanomial"):
+        test.add(WIN)
+    with pytest.raises(RatingsError, match="elo0 < elo1"):
+        SequentialSprt(35, 0)

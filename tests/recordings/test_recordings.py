@@ -14,7 +14,6 @@ from orchestrator.recordings import (
     WINNER_NAMES,
     JournalRecord,
     RecordError,
-    fallback_source,
     head_to_head,
     move_origin,
     parse_record,
@@ -67,7 +66,7 @@ def test_the_sgf_carries_its_record() -> None:
 
 
 def test_source_words_and_winner_names() -> None:
-    assert [move_origin(s) for s in (None, "opening", fallback_source("timeout"))] == [
+    assert [move_origin(s) for s in (None, "opening", "fallback:timeout")] == [
         "own", "opening", "fallback"
     ]
     assert WINNER_NAMES == {1: "black", 2: "white", 0: "draw", None: None}

@@ -13,7 +13,9 @@ import trio
 import trio.testing
 
 from orchestrator.coords import from_gtp
+from orchestrator.players.base import Answer
 from orchestrator.protocol import go19 as wire
+from orchestrator.rules.game import Game
 from orchestrator.serve import serve_go19
 
 LOCALHOST = "127.0.0.1"
@@ -45,13 +47,14 @@ async def start_server(nursery: trio.Nursery, engine, port: int = 0, **options) 
 class RecordingEngine:
     """Answers a fixed GTP vertex and keeps a copy of every board and colour it was given."""
 
-    answer: str = "D4"
+    vertex: str = "D4"
     seen: list[tuple[np.ndarray, int]] = field(default_factory=list)
+    name: str = "recording"
 
-    async def genmove(self, board: np.ndarray, color: int) -> int:
-        self.seen.append((board.copy(), color))
+    async def answer(self, game: Game, number: int = 0, picture: bytes | None = None) -> Answer:
+        self.seen.append((game.board.to_array(), game.to_play))
         await trio.lowlevel.checkpoint()
-        return from_gtp(self.answer, board.shape[0])
+        return Answer(from_gtp(self.vertex, game.size))
 
     async def aclose(self) -> None:
         return None
@@ -65,8 +68,9 @@ class GateEngine:
     running: int = 0
     most_running: int = 0
     started: int = 0
+    name: str = "gate"
 
-    async def genmove(self, board: np.ndarray, color: int) -> int:
+    async def answer(self, game: Game, number: int = 0, picture: bytes | None = None) -> Answer:
         self.started += 1
         self.running += 1
         self.most_running = max(self.most_running, self.running)
@@ -74,7 +78,7 @@ class GateEngine:
             await self.release.wait()
         finally:
             self.running -= 1
-        return from_gtp("K10", board.shape[0])
+        return Answer(from_gtp("K10", game.size))
 
     async def aclose(self) -> None:
         return None

@@ -60,7 +60,7 @@ async def test_reconnect_schedule_then_down_until_reset(nursery, loopback_clock)
             await endpoint.request(request())
         assert trio.current_time() == 122.5  # no attempt, no wait
 
-        await start_server(nursery, RecordingEngine(answer="C3"), port=port)
+        await start_server(nursery, RecordingEngine(vertex="C3"), port=port)
         endpoint.reset()
         assert await endpoint.request(request()) == wire.MoveReply(16, 2)
         assert trio.current_time() == 122.5
@@ -88,7 +88,7 @@ async def test_replica_that_comes_back_during_backoff_is_used_again(
             with pytest.raises(ConnectionFailed):
                 await endpoint.request(request())
         await trio.sleep(0.5)  # virtual time: inside the 1.5 s backoff, not past it
-        await start_server(nursery, RecordingEngine(answer="K10"), port=port)
+        await start_server(nursery, RecordingEngine(vertex="K10"), port=port)
         assert await endpoint.request(request()) == wire.MoveReply(9, 9)
         assert trio.current_time() == 9.0  # waited out the third backoff, then connected
         (stats,) = endpoint.replica_stats()
@@ -96,7 +96,7 @@ async def test_replica_that_comes_back_during_backoff_is_used_again(
 
 
 async def test_requests_avoid_a_dead_replica(nursery, loopback_clock) -> None:
-    port = await start_server(nursery, RecordingEngine(answer="A1"))
+    port = await start_server(nursery, RecordingEngine(vertex="A1"))
     dead = closed_port()
     async with Go19Endpoint([(LOCALHOST, dead), (LOCALHOST, port)]) as endpoint:
         for _ in range(8):
@@ -135,7 +135,7 @@ async def test_least_loaded_replica_gets_the_next_request(nursery) -> None:
 
 
 async def test_a_busy_replica_is_passed_over_until_it_is_free(nursery) -> None:
-    quick, stuck = RecordingEngine(answer="A1"), GateEngine()
+    quick, stuck = RecordingEngine(vertex="A1"), GateEngine()
     quick_stats = ServerStats()
     ports = [await start_server(nursery, quick, stats=quick_stats),
              await start_server(nursery, stuck)]
@@ -159,7 +159,7 @@ async def test_pooled_connection_dropped_by_the_server_is_replaced(nursery, loop
     server = ScriptedServer(answer)
     port = await server.start(nursery)
     stats = ServerStats()
-    idle_port = await start_server(nursery, RecordingEngine(answer="B2"), idle_timeout=20,
+    idle_port = await start_server(nursery, RecordingEngine(vertex="B2"), idle_timeout=20,
                                    stats=stats)
     async with Go19Endpoint([(LOCALHOST, idle_port)], max_idle=1000) as endpoint:
         assert await endpoint.request(request()) == wire.MoveReply(17, 1)
@@ -272,7 +272,7 @@ async def test_down_replica_is_probed_and_used_again(nursery, loopback_clock) ->
             await trio.sleep(70 - 22.5)
             assert endpoint.is_down()
             stats = ServerStats()
-            await start_server(nursery, RecordingEngine(answer="C3"), port=port, stats=stats)
+            await start_server(nursery, RecordingEngine(vertex="C3"), port=port, stats=stats)
             await endpoint.wait_up()
             assert trio.current_time() == 82.5
             assert not endpoint.is_down()

@@ -19,7 +19,6 @@ from orchestrator.players.go19 import Go19Endpoint
 from orchestrator.players.gtp import GtpPlayer
 from orchestrator.players.player_pool import PlayerPool
 from orchestrator.protocol import go19 as wire
-from orchestrator.serve import PlayerEngine
 
 from ..conftest import GNUGO, REPO, requires_gnugo
 from .conftest import LOCALHOST, RecordingEngine, closed_port, start_server
@@ -180,7 +179,7 @@ async def test_serve_gnugo_answers_real_requests() -> None:
 
 
 async def test_dead_gtp_engine_becomes_an_error_reply(nursery) -> None:
-    engine = PlayerEngine(PlayerPool("gtp", [GtpPlayer("broken", ["/bin/false"])]))
+    engine = PlayerPool("gtp", [GtpPlayer("broken", ["/bin/false"])])
     port = await start_server(nursery, engine)
     request = wire.Request(19, BLACK, b"", bytes(361))
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:

@@ -14,10 +14,12 @@ from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS, from_gtp
 from orchestrator.players.base import ConnectionFailed, ProtocolViolation, RefusedMove
 from orchestrator.players.go19 import Go19Connection, Go19Endpoint, Go19Player
+from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.players.random_player import RandomPlayer
 from orchestrator.protocol import go19 as wire
 from orchestrator.render import RenderSettings
 from orchestrator.rules.game import Game
-from orchestrator.serve import HeuristicEngine, RandomEngine, ServerStats
+from orchestrator.serve import ServerStats
 
 from .conftest import (
     LOCALHOST,
@@ -42,12 +44,12 @@ def request_for(board: np.ndarray, color: int) -> wire.Request:
 
 
 async def test_player_round_trip_keeps_orientation_and_color(nursery) -> None:
-    engine = RecordingEngine(answer="D4")
+    engine = RecordingEngine(vertex="D4")
     port = await start_server(nursery, engine)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         player = Go19Player(endpoint, "r5")
         game = game_with("Q16", "C3")  # black Q16 = row 3, col 15; white C3 = row 16, col 2
-        assert await player.genmove(game) == from_gtp("D4", 19)
+        assert (await player.answer(game)).move() == from_gtp("D4", 19)
     board, color = engine.seen[0]
     assert color == BLACK
     assert board.shape == (19, 19)
@@ -63,7 +65,8 @@ async def test_player_sends_a_png_of_the_requested_size(nursery) -> None:
     port = await server.start(nursery)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         game = game_with("D16")
-        assert await Go19Player(endpoint, "r4", RenderSettings(image_px=256)).genmove(game) == 0
+        player = Go19Player(endpoint, "r4", RenderSettings(image_px=256))
+        assert (await player.answer(game)).move() == 0
     request = server.requests[0][1]
     assert request.ai_side == WHITE
     image = Image.open(io.BytesIO(request.png))
@@ -76,16 +79,16 @@ async def test_heuristic_engine_captures_a_group_in_atari(nursery) -> None:
     white = [from_gtp(v, 19) for v in ("D19", "E19", "F19")]
     black = [from_gtp(v, 19) for v in ("C19", "D18", "E18", "F18")]
     game.setup(black=black, white=white, to_play=BLACK)
-    port = await start_server(nursery, HeuristicEngine(seed=1, level=2))
+    port = await start_server(nursery, HeuristicPlayer("engine", seed=1, level=2))
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
-        assert await Go19Player(endpoint, "h").genmove(game) == from_gtp("G19", 19)
+        assert (await Go19Player(endpoint, "h").answer(game)).move() == from_gtp("G19", 19)
 
 
 async def test_random_engine_passes_when_only_eyes_are_left(nursery) -> None:
     # Black everywhere except the points with even row and even column: single eyes.
     board = np.full((19, 19), BLACK, dtype=np.uint8)
     board[::2, ::2] = 0
-    port = await start_server(nursery, RandomEngine(seed=3))
+    port = await start_server(nursery, RandomPlayer("engine", seed=3))
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         for color in (BLACK, WHITE):  # black will not fill its eyes; white may not suicide
             reply = await endpoint.request(request_for(board, color))
@@ -93,14 +96,14 @@ async def test_random_engine_passes_when_only_eyes_are_left(nursery) -> None:
     game = Game()
     game.setup(black=np.flatnonzero(board.reshape(-1) == BLACK).tolist())
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
-        assert await Go19Player(endpoint, "rnd").genmove(game) == PASS
+        assert (await Go19Player(endpoint, "rnd").answer(game)).move() == PASS
 
 
 async def test_impossible_position_gets_an_error_reply_and_the_next_request_works(
     nursery,
 ) -> None:
     stats = ServerStats()
-    port = await start_server(nursery, HeuristicEngine(seed=0), stats=stats)
+    port = await start_server(nursery, HeuristicPlayer("engine", seed=0), stats=stats)
     board = np.zeros((19, 19), dtype=np.uint8)
     board[0, 0] = WHITE
     board[0, 1] = board[1, 0] = BLACK  # the white corner stone has no liberty
@@ -122,7 +125,7 @@ async def test_error_reply_becomes_player_error_reply(nursery) -> None:
     port = await ScriptedServer(refuse).start(nursery)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         with pytest.raises(RefusedMove, match="r5: model not ready"):
-            await Go19Player(endpoint, "r5").genmove(Game())
+            (await Go19Player(endpoint, "r5").answer(Game())).move()
 
 
 async def test_garbage_reply_becomes_protocol_violation(nursery) -> None:
@@ -132,7 +135,7 @@ async def test_garbage_reply_becomes_protocol_violation(nursery) -> None:
     port = await ScriptedServer(garbage).start(nursery)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         with pytest.raises(ProtocolViolation, match="expected RPLY, got bytes b'H'"):
-            await Go19Player(endpoint, "r5").genmove(Game())
+            (await Go19Player(endpoint, "r5").answer(Game())).move()
 
 
 async def test_off_board_reply_becomes_protocol_violation(nursery) -> None:
@@ -142,7 +145,7 @@ async def test_off_board_reply_becomes_protocol_violation(nursery) -> None:
     port = await ScriptedServer(off_board).start(nursery)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         with pytest.raises(ProtocolViolation, match=r"\(19, 4\) is off a 19x19 board"):
-            await Go19Player(endpoint, "r5").genmove(Game())
+            (await Go19Player(endpoint, "r5").answer(Game())).move()
 
 
 async def test_server_hanging_up_becomes_connection_failed(nursery) -> None:
@@ -152,18 +155,18 @@ async def test_server_hanging_up_becomes_connection_failed(nursery) -> None:
     port = await ScriptedServer(hang_up).start(nursery)
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         with pytest.raises(ConnectionFailed, match="closed the connection before replying"):
-            await Go19Player(endpoint, "r5").genmove(Game())
+            (await Go19Player(endpoint, "r5").answer(Game())).move()
 
 
 async def test_refused_connect_becomes_connection_failed() -> None:
     port = closed_port()
     async with Go19Endpoint([(LOCALHOST, port)]) as endpoint:
         with pytest.raises(ConnectionFailed, match=f"127.0.0.1:{port}: connection refused"):
-            await Go19Player(endpoint, "r5").genmove(Game())
+            (await Go19Player(endpoint, "r5").answer(Game())).move()
 
 
 async def test_ping_and_requests_share_a_connection(nursery) -> None:
-    port = await start_server(nursery, RecordingEngine(answer="pass"))
+    port = await start_server(nursery, RecordingEngine(vertex="pass"))
     conn = await Go19Connection.connect(LOCALHOST, port)
     try:
         assert await conn.ping() >= 0

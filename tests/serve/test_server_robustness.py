@@ -7,9 +7,10 @@ import struct
 
 import trio
 
-from orchestrator.serve import HeuristicEngine, ServerStats
+from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.serve import ServerStats
 
-from .conftest import LOCALHOST, RecordingEngine, start_server
+from .conftest import LOCALHOST, GateEngine, RecordingEngine, start_server
 
 REQUEST_HEAD = b"GO19" + (6 + 361).to_bytes(4, "big") + b"\x13\x01\x00\x00\x00\x00"
 
@@ -43,7 +44,7 @@ async def test_oversize_body_len_refused_without_reading_the_body(nursery) -> No
 
 async def test_garbage_gets_an_error_frame_and_the_server_keeps_serving(nursery) -> None:
     stats = ServerStats()
-    port = await start_server(nursery, HeuristicEngine(seed=2), stats=stats)
+    port = await start_server(nursery, HeuristicPlayer("engine", seed=2), stats=stats)
     junk = [b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"\x00" * 100, b"GO18", b"PINGPONG", b"RPLY"]
     replies = {}
 
@@ -84,7 +85,7 @@ async def test_unsupported_board_size_is_refused(nursery) -> None:
     head = b"GO19" + (6 + 81).to_bytes(4, "big") + b"\x09\x01\x00\x00\x00\x00"
     reply = await send_then_read_to_eof(port, head)
     assert reply == error_frame("bad frame: request board size 9 not allowed (allowed: 19)")
-    nine = await start_server(nursery, RecordingEngine(answer="E5"), allowed_sizes=(9, 19))
+    nine = await start_server(nursery, RecordingEngine(vertex="E5"), allowed_sizes=(9, 19))
     stream = await trio.open_tcp_stream(LOCALHOST, nine)
     async with stream:
         await stream.send_all(head + bytes(81))
@@ -150,3 +151,21 @@ async def test_clients_resetting_mid_frame_do_not_hurt_the_server(nursery) -> No
         await stream.send_all(b"PING")
         assert await stream.receive_some(4) == b"PONG"
     assert stats.requests == 0
+
+
+async def test_a_request_whose_client_left_is_cancelled_where_asked(nursery) -> None:
+    """A VLM's port (``cancel_abandoned``) drops the request of a client that went away
+    (the engine is never released here); other ports let engines finish (test_interrupt's
+    held requests are answered once released)."""
+    engine = GateEngine()
+    stats = ServerStats()
+    port = await start_server(nursery, engine, cancel_abandoned=True, stats=stats)
+    stream = await trio.open_tcp_stream(LOCALHOST, port)
+    await stream.send_all(REQUEST_HEAD + bytes(361))
+    while not engine.started:
+        await trio.sleep(0.01)
+    await stream.aclose()
+    with trio.fail_after(10):  # the engine would hold the request for ever
+        while engine.running or stats.open_connections:
+            await trio.sleep(0.01)
+    assert engine.started == 1 and not engine.release.is_set()

@@ -20,9 +20,10 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 from orchestrator.coords import PASS, from_gtp  # noqa: E402
+from orchestrator.players.heuristic import HeuristicPlayer  # noqa: E402
 from orchestrator.render import render_png  # noqa: E402
 from orchestrator.rules import BLACK, WHITE, Game, tromp_taylor  # noqa: E402
-from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
+from orchestrator.serve import serve_go19  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
 from orchestrator.web.server import serve_play  # noqa: E402
 from tests.web.page import (  # noqa: E402
@@ -49,7 +50,7 @@ def play(loop, driver, tmp_path):
 
 def start_go19(loop, port: int = 0):
     """A real GO19 server (the heuristic AI) in the test loop: (port, stop)."""
-    return loop.start(partial(serve_go19, HeuristicEngine(seed=7), "127.0.0.1", port))
+    return loop.start(partial(serve_go19, HeuristicPlayer("engine", seed=7), "127.0.0.1", port))
 
 
 def test_human_vs_ai_clicks_land_where_the_sgf_says(play, driver):

@@ -18,8 +18,10 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 
 from orchestrator.coords import PASS, from_gtp  # noqa: E402
+from orchestrator.players.base import Answer  # noqa: E402
+from orchestrator.players.heuristic import HeuristicPlayer  # noqa: E402
 from orchestrator.rules import Game, tromp_taylor  # noqa: E402
-from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
+from orchestrator.serve import serve_go19  # noqa: E402
 from orchestrator.serve.engines import EngineError  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
 from orchestrator.sgf.model import BLACK_PLAYER_PROP, WHITE_PLAYER_PROP  # noqa: E402
@@ -55,7 +57,8 @@ def play(loop, driver, tmp_path):
 
 
 def start_go19(loop, engine=None):
-    return loop.start(partial(serve_go19, engine or HeuristicEngine(seed=7), "127.0.0.1", 0))
+    return loop.start(partial(serve_go19, engine or HeuristicPlayer("engine", seed=7),
+                              "127.0.0.1", 0))
 
 
 def selected(driver, element_id: str) -> str:
@@ -209,7 +212,9 @@ def test_the_hover_stone_has_the_colour_to_play(play, driver):
 class Silent:
     """A GO19 engine that never answers."""
 
-    async def genmove(self, board, color) -> int:
+    name = "silent"
+
+    async def answer(self, game, number=0, picture=None):
         await trio.sleep_forever()
 
     async def aclose(self) -> None:
@@ -280,8 +285,10 @@ def test_auto_restart_stops_after_n_games_named_by_the_adapter(loop, play, drive
 class Failing:
     """A GO19 engine that answers every request with an error frame."""
 
-    async def genmove(self, board, color) -> int:
-        raise EngineError("no model loaded")
+    name = "failing"
+
+    async def answer(self, game, number=0, picture=None) -> Answer:
+        return Answer(None, EngineError("no model loaded"))
 
     async def aclose(self) -> None:
         return None

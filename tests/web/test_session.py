@@ -16,10 +16,11 @@ from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, pl
 from orchestrator.collect.state import RunState
 from orchestrator.color import BLACK
 from orchestrator.coords import PASS, from_gtp
-from orchestrator.players.base import RefusedMove
+from orchestrator.players.base import Answer, RefusedMove
 from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.recordings import PlayerMeta, record_from_sgf
 from orchestrator.rules import Game
-from orchestrator.serve import HeuristicEngine, serve_go19
+from orchestrator.serve import serve_go19
 from orchestrator.sgf import read_games
 from orchestrator.web.connection import AMBER, GREY, RED, ServerCheck
 from orchestrator.web.session import PlaySession
@@ -71,6 +72,28 @@ async def test_clicks_refusals_and_the_recorded_game(tmp_path):
             (d4, None), (q16, None), (PASS, None), (PASS, None)]
         assert game.root_props["GOXIXEND"] == "two-passes"
         nursery.cancel_scope.cancel()
+
+
+async def test_saves_of_the_same_second_and_number_each_say_their_own_file(tmp_path):
+    """Another go19 play saving game 1 in the same second gets ``…-2.sgf``: the record in
+    that file names that file (resume rebuilds a lost journal line only from such a one)."""
+    async with trio.open_nursery() as nursery:
+        session = PlaySession(nursery, tmp_path)
+        session.handle({"type": "new", "settings": settings()})
+        for _ in range(2):
+            await until(session, lambda: session.waiting_human)
+            moves = session.live.game.move_number
+            session.handle({"type": "pass"})
+            await until(session, lambda moves=moves: session.live.game.move_number > moves)
+        await until(session, lambda: bool(session.saved))
+        meta = {name: PlayerMeta(kind="human") for name in ("human-black", "human-white")}
+        again = [session._save(session.outcome, meta) for _ in range(2)]
+        nursery.cancel_scope.cancel()
+    first = session.saved[0]
+    assert [p.name for p in again] == [first.name.replace(".sgf", f"-{n}.sgf") for n in (2, 3)]
+    for path in (first, *again):
+        record = record_from_sgf(read_games(path.read_bytes())[0])
+        assert record.sgf == path.name and record.game == 1
 
 
 async def test_retaking_a_ko_at_once_is_refused_as_superko(tmp_path):
@@ -143,7 +166,9 @@ async def test_training_mode_that_cannot_save_says_so_and_plays_on(tmp_path):
 class Silent:
     """A GO19 engine that never answers (a model stuck on a request)."""
 
-    async def genmove(self, board, color) -> int:
+    name = "silent"
+
+    async def answer(self, game, number=0, picture=None) -> Answer:
         await trio.sleep_forever()
 
     async def aclose(self) -> None:
@@ -202,8 +227,8 @@ async def test_the_vlm_seat_has_the_pages_timeout_and_the_human_no_clock(
 
 async def test_vlm_pictures_have_the_settings_size_and_the_record_says_so(tmp_path):
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(partial(serve_go19, HeuristicEngine(seed=3), "127.0.0.1",
-                                           0))
+        port = await nursery.start(partial(serve_go19, HeuristicPlayer("engine", seed=3),
+                                           "127.0.0.1", 0))
         session = PlaySession(nursery, tmp_path)
         session.handle({"type": "new", "settings": settings(mode="hv", port1=port,
                                                             image_px=200)})
@@ -237,12 +262,12 @@ class Counting:
     """The heuristic AI over GO19, counting the requests it answered."""
 
     def __init__(self) -> None:
-        self.inner = HeuristicEngine(seed=9)
+        self.inner = HeuristicPlayer("engine", seed=9)
         self.answered = 0
 
-    async def genmove(self, board, color) -> int:
+    async def answer(self, game, number=0, picture=None) -> Answer:
         self.answered += 1
-        return await self.inner.genmove(board, color)
+        return await self.inner.answer(game, number, picture)
 
     async def aclose(self) -> None:
         return None
@@ -305,8 +330,8 @@ async def test_the_watch_page_counts_the_referees_fallback_events():
     class Broken:
         name = "broken"
 
-        async def genmove(self, game: Game) -> int:
-            raise RefusedMove("broken: no")
+        async def answer(self, game: Game, number: int = 0, picture=None) -> Answer:
+            return Answer(None, RefusedMove("broken: no"))
 
         async def aclose(self) -> None:
             return None

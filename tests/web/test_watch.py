@@ -21,7 +21,8 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from orchestrator.serve import HeuristicEngine, serve_go19  # noqa: E402
+from orchestrator.players.heuristic import HeuristicPlayer  # noqa: E402
+from orchestrator.serve import serve_go19  # noqa: E402
 from orchestrator.sgf import read_games  # noqa: E402
 
 HOLD_AT = 9  # the gated player's 9th request: 8 moves each, so the board is at move 16
@@ -32,21 +33,23 @@ class GatedEngine:
     of game 2 until the test releases them."""
 
     def __init__(self) -> None:
-        self._inner = HeuristicEngine(seed=3)
+        self._inner = HeuristicPlayer("engine", seed=3)
         self.requests = 0
         self.games = 0
         self.release_move = trio.Event()
         self.release_game2 = trio.Event()
 
-    async def genmove(self, board, color):
+    name = "gated"
+
+    async def answer(self, game, number=0, picture=None):
         self.requests += 1
-        if not board.any():
+        if not game.board.to_array().any():
             self.games += 1
             if self.games == 2:
                 await self.release_game2.wait()
         elif self.games == 1 and self.requests == HOLD_AT:
             await self.release_move.wait()
-        return await self._inner.genmove(board, color)
+        return await self._inner.answer(game, number, picture)
 
     async def aclose(self) -> None:
         return None
@@ -197,7 +200,7 @@ elo1 = 50
 def ended_run(loop, driver, tmp_path_factory):
     """A 4-game collect watched from its first game until it has exited."""
     tmp = tmp_path_factory.mktemp("short")
-    port, _ = loop.start(partial(serve_go19, HeuristicEngine(seed=6), "127.0.0.1", 0))
+    port, _ = loop.start(partial(serve_go19, HeuristicPlayer("engine", seed=6), "127.0.0.1", 0))
     matchup = tmp / "short.toml"
     matchup.write_text(SHORT_RUN.format(port=port))
     collect = subprocess.Popen(
@@ -249,14 +252,19 @@ def test_the_report_link_opens_the_report_after_collect_has_exited(ended_run, dr
 
 def test_the_watch_headline_is_the_dashboards_one_verdict_line(ended_run, driver):
     run_dir, _ = ended_run
-    from orchestrator.collect.matchup import Sprt
+    from orchestrator.collect.matchup import Matchup
     from orchestrator.collect.standings import verdict_text
     from orchestrator.collect.state import RunState
-    from orchestrator.collect.stopping import head_to_head_live
-    from orchestrator.recordings import read_journal
+    from orchestrator.collect.stopping import StopRules, head_to_head_live
+    from orchestrator.recordings import read_journal, read_run_file
 
     records = read_journal(run_dir / "games.jsonl").records
-    h = head_to_head_live(records, "strong", "weak", Sprt(elo0=0, elo1=50))
+    rules = StopRules(Matchup.model_validate(read_run_file(run_dir)["matchup"]))
+    for record in records:
+        rules.add(record)
+    stop = rules.status("sprt")
+    assert stop is not None
+    h = head_to_head_live(records, "strong", "weak", [stop])
     expected = verdict_text(h, RunState(run_dir.name, 4, ["strong", "weak"])).plain
     wait_for(driver, lambda d: d.find_elements(By.ID, "verdict")
              and d.find_element(By.ID, "verdict").text == expected,

@@ -1,5 +1,6 @@
-"""A GO19 port's engine: the request's own PNG and the export's prompt for its position,
-asked of one adapter through the shared batch queue, the reply read as a move.
+"""A GO19 port's engine, a player (:class:`~orchestrator.players.base.Player`): the
+request's own PNG and the export's prompt for its position, asked of one adapter through
+the shared batch queue, the reply read as a move.
 
 What the model sees is what ``go19 dataset export`` writes for the same position: the
 picture is the PNG bytes the client sent (never re-rendered), the text is the template
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from orchestrator.players.base import Answer, answered
 from orchestrator.players.openai_wire import legal_texts
 from orchestrator.prompt import fill, read_move, unparsed_detail, uses_board
+from orchestrator.rules.game import Game
 from orchestrator.serve import EngineError, position
 from orchestrator.serve.hf.batcher import Batcher
 from orchestrator.serve.hf.jobs import Job, RequestError, Sampling
@@ -28,6 +31,7 @@ from orchestrator.serve.hf.jobs import Job, RequestError, Sampling
 class VlmEngine:
     def __init__(self, batcher: Batcher, adapter: str, template: str, spelling: str,
                  komi: float | None, sampling: Sampling, constrain: bool = False) -> None:
+        self.name = adapter
         self.batcher = batcher
         self.adapter = adapter
         self.template = template
@@ -41,7 +45,13 @@ class VlmEngine:
         return fill(self.template, color, None, self.komi, self.spelling,
                     board if self.with_board else None)
 
-    async def genmove_picture(self, board: np.ndarray, color: int, png: bytes) -> int:
+    async def answer(self, game: Game, number: int = 0,
+                     picture: bytes | None = None) -> Answer:
+        """The adapter's move for the request's position, read from its reply to the
+        request's own ``picture`` (none is an error: it never draws one)."""
+        return await answered(self._move(game.board.to_array(), game.to_play, picture))
+
+    async def _move(self, board: np.ndarray, color: int, png: bytes | None) -> int:
         if not png:
             raise EngineError("the request carries no picture (png_len 0): this engine "
                               "answers from the PNG")

@@ -95,7 +95,7 @@ async def serve_vlm(options: ServeOptions, run_batch: RunBatch, models: list[Ser
                 engine = VlmEngine(batcher, listen.adapter, options.template,
                                    options.answer, options.komi, sampling, options.constrain)
                 port = await nursery.start(partial(
-                    serve_go19, engine, listen.host, listen.port,
+                    serve_go19, engine, listen.host, listen.port, cancel_abandoned=True,
                     slots=options.max_connections, idle_timeout=options.idle_timeout,
                     frame_timeout=options.frame_timeout,
                     max_connections=options.max_connections,
