@@ -275,8 +275,8 @@ class ReviewEngineDied(Event):
 
 
 class ReviewStopped(Event):
-    """The review stops (``reason``), the collection goes on; ``left``: recorded games not
-    labelled."""
+    """The review stops (``reason``), the collection goes on; ``left``: the numbers of the
+    recorded games not labelled."""
 
     reason: str
-    left: int
+    left: tuple[int, ...]

@@ -310,6 +310,23 @@ def read_run_file(run_dir: Path) -> dict:
     return info
 
 
+@dataclass(frozen=True, slots=True)
+class RunName:
+    """What a run folder is called: ``id`` as its run.json says (the name it was made
+    with), ``folder`` the name it has now (a moved or copied run keeps its id)."""
+
+    id: str
+    folder: str
+
+    @classmethod
+    def of(cls, run_dir: Path) -> RunName:
+        try:
+            run_id = read_run_file(run_dir).get("run_id")
+        except (OSError, ValueError):
+            run_id = None
+        return cls(run_id if isinstance(run_id, str) else run_dir.name, run_dir.name)
+
+
 # -- records to rated games ------------------------------------------------------
 
 

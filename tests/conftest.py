@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, is_hypothesis_test, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
+
+if TYPE_CHECKING:
+    from tests.label.standin import Hangs
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO / ".." / "shared").resolve()
@@ -60,6 +65,23 @@ settings.register_profile(
 # Loaded here, before any test module builds its own settings on top of the current
 # profile; `--hypothesis-profile=fuzz` replaces it at pytest_configure, also before.
 settings.load_profile("derandomized")
+
+
+@pytest.fixture
+def make_hangs() -> Iterator[Callable[..., Hangs]]:
+    """Makes the loopback ports stand-in KataGos announce their hangs to
+    (tests/label/standin.py), closed after the test."""
+    from tests.label.standin import Hangs
+
+    made: list[Hangs] = []
+
+    def make(seconds: float | None = None) -> Hangs:
+        made.append(Hangs(seconds))
+        return made[-1]
+
+    yield make
+    for port in made:
+        port.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

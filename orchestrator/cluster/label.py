@@ -34,6 +34,7 @@ from orchestrator.cluster.label_actor import EngineActor, EngineSpec, PieceOutco
 from orchestrator.label.games import LabelGame
 from orchestrator.label.run import LabelRunError, Reporter, RunOptions, RunResult, plan
 from orchestrator.label.store import LabelWriter, empty_labels
+from orchestrator.words import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +233,9 @@ class RayLabelRun:
         slot.replaced += 1
         first = _why(death)
         if slot.replaced > self.options.max_restarts:
-            raise LabelRunError(f"engine {slot.index} died {slot.replaced} times in a row "
-                                f"without finishing a game or a piece of one; last: {first}")
+            raise LabelRunError(f"engine {slot.index} died {plural(slot.replaced, 'time')} in "
+                                "a row without finishing a game or a piece of one; last: "
+                                f"{first}")
         self.result.restarts += 1
         self.reporter.message(f"engine {slot.index} on {slot.node or '?'} lost ({first}); "
                               "its games in flight go back to the queue; starting a new one")

@@ -7,8 +7,9 @@ same queries, priority ``-order``, same arrays). Ray calls :meth:`EngineActor.la
 its thread pool (``max_concurrency``), so several games are in flight on one engine and
 KataGo's threads stay busy, as with ``go19 label``'s ``--max-in-flight``.
 
-A KataGo that dies is restarted here as ``go19 label`` restarts it, and the games it was
-answering are asked again on the new one; after ``max_restarts`` deaths in a row with no
+A KataGo that dies, or stays silent past its deadline (``RunOptions.timeout``, the
+client's own watchdog), is restarted here as ``go19 label`` restarts it, and the games it
+was answering are asked again on the new one; after ``max_restarts`` deaths in a row with no
 game finished in between, every call raises :class:`LabelRunError`.
 
 Paths are resolved on the node the actor runs on: given paths are taken as they are (the
@@ -40,6 +41,7 @@ from orchestrator.label.run import (
     RunOptions,
     RunResult,
 )
+from orchestrator.words import plural
 
 PREPARED = ".katago"
 
@@ -236,9 +238,10 @@ class _TrioEngine:
         while True:
             self._replace = trio.Event()
             finished_before = self._games.result.labelled
+            last: KataGoDied | None = None
             try:
                 async with open_katago(self.files.binary, self.files.model, self.files.config,
-                                       self.files.log) as engine:
+                                       self.files.log, timeout=self.options.timeout) as engine:
                     if self._info is None:
                         models = await engine.query_models()
                         self._info = {
@@ -251,15 +254,18 @@ class _TrioEngine:
                     assert self._ready is not None
                     self._ready.set()
                     await self._replace.wait()
+                    last = engine.death  # what the label call that asked for a new one saw
             except KataGoDied as death:
+                last = death
                 if self._info is None:
                     self._fail(f"KataGo did not start on node {socket.gethostname()}: {death}")
                     return
                 self._engine_gone(self._engine)
             deaths = 1 if self._games.result.labelled > finished_before else deaths + 1
             if deaths > self.options.max_restarts:
-                self._fail(f"KataGo died {deaths} times in a row on node "
-                           f"{socket.gethostname()} without finishing a game or a piece of one")
+                self._fail(f"KataGo died {plural(deaths, 'time')} in a row on node "
+                           f"{socket.gethostname()} without finishing a game or a piece of "
+                           f"one; last: {last}")
                 return
 
     def _engine_gone(self, engine: KataGoEngine | None) -> None:

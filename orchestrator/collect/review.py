@@ -19,9 +19,12 @@ counts the labelled ones in the quality line.
 
 KataGo faults are ``go19 label``'s. The engines start before the first game: one that does
 not is a preflight failure (one line, exit 3, a new run folder removed), and their start-up
-(the net loaded) never competes with the games. One that dies is restarted with its games
-in flight asked again, and after ``max_restarts`` deaths in a row without a labelled game
-the review stops in one line while the collection goes on.
+(the net loaded) never competes with the games. One that dies, or stays silent past its
+deadline (``timeout`` seconds per visit, :mod:`orchestrator.label.engine`), is restarted
+with every game it had in flight asked again, and after ``max_restarts`` deaths in a row
+without a labelled game the review stops in one line naming the games left, while the
+collection goes on. Every recorded game is labelled, not labelled (one line), or left for
+a resume, named: ``behind`` counts the ones still waiting.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from orchestrator.events import (
     ReviewStarted,
     ReviewStopped,
 )
-from orchestrator.label.engine import KataGoDied, KataGoEngine, open_katago
+from orchestrator.label.engine import DEFAULT_TIMEOUT, KataGoDied, KataGoEngine, open_katago
 from orchestrator.label.games import LabelGame, label_game
 from orchestrator.label.join import review_game
 from orchestrator.label.run import EngineFiles, GameLabeller, RunOptions, RunResult
@@ -55,7 +58,7 @@ from orchestrator.label.store import GameLabels, LabelError, LabelSet, LabelWrit
 from orchestrator.positions.recorded import read_recorded_game
 from orchestrator.positions.samples import GameRead, read_file
 from orchestrator.quality.running import QualityStatus, RunningQuality
-from orchestrator.recordings import JournalRecord, RecordError
+from orchestrator.recordings import JournalRecord, RecordError, RunName
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.sgf import SgfError
 from orchestrator.words import plural
@@ -83,10 +86,11 @@ class ReviewOptions:
     max_restarts: int = 3
     queue: int = QUEUE_SIZE
     background: bool = True  # KataGo at the lowest priority (label/engine.py)
+    timeout: float = DEFAULT_TIMEOUT  # KataGo's deadline per visit (label/engine.py)
 
     def run_options(self) -> RunOptions:
         return RunOptions(visits=self.visits, max_in_flight=self.max_in_flight,
-                          max_restarts=self.max_restarts, review=True)
+                          max_restarts=self.max_restarts, review=True, timeout=self.timeout)
 
     def files(self, log: Path) -> EngineFiles:
         return EngineFiles(self.binary, self.model, self.config, log)
@@ -131,7 +135,7 @@ class LiveReview:
     def __init__(self, options: ReviewOptions) -> None:
         self.options = options
         self._send, self._receive = trio.open_memory_channel[_Item](options.queue)
-        self.behind = 0  # recorded games queued or being labelled
+        self._left: dict[int, JournalRecord] = {}  # by game number: queued or in flight
         self.stopped: str | None = None
         self.result = RunResult()
         self.writer: LabelWriter | None = None
@@ -144,6 +148,16 @@ class LiveReview:
         self._started = trio.Event()  # a resumed run's games are queued
         self._scope: trio.CancelScope | None = None
 
+    @property
+    def behind(self) -> int:
+        """Recorded games queued or being labelled."""
+        return len(self._left)
+
+    @property
+    def left(self) -> tuple[int, ...]:
+        """The numbers of the recorded games not labelled yet (nor refused)."""
+        return tuple(sorted(self._left))
+
     # -- before the games ---------------------------------------------------------------
 
     def open(self, run_dir: Path, state: RunState, pairing: tuple[str, str] | None) -> None:
@@ -153,7 +167,7 @@ class LiveReview:
         settings = self.options.run_options().settings(None)
         try:
             self.writer = LabelWriter.open(self.folder, settings, [str(run_dir)], resume=True,
-                                           flush_seconds=0.0)
+                                           flush_seconds=0.0, run=RunName.of(run_dir))
         except LabelError as exc:
             raise ReviewError(f"--review: {exc}") from None
         except OSError as exc:
@@ -180,7 +194,7 @@ class LiveReview:
         except trio.WouldBlock:
             self._emit(ReviewQueueFull(item.record.game, self.options.queue))
             return
-        self.behind += 1
+        self._left[item.record.game] = item.record
         self._idle = trio.Event() if self._idle.is_set() else self._idle
         if self.behind >= self._lagged + LAG_EVERY:
             self._lagged = self.behind // LAG_EVERY * LAG_EVERY
@@ -282,7 +296,7 @@ class LiveReview:
 
     def _stop(self, reason: str) -> None:
         self.stopped = reason
-        self._emit(ReviewStopped(reason, self.behind))
+        self._emit(ReviewStopped(reason, self.left))
         self._idle.set()
         if self._scope is not None:
             self._scope.cancel()
@@ -302,7 +316,7 @@ class LiveReview:
                 async with open_katago(self.options.binary, self.options.model,
                                        self.options.config, log,
                                        background=self.options.background,
-                                       own_session=True) as engine:
+                                       own_session=True, timeout=self.options.timeout) as engine:
                     if not self.result.engine:
                         await self._describe(engine)
                     if first:
@@ -311,14 +325,17 @@ class LiveReview:
                     async with trio.open_nursery() as nursery:
                         for _ in range(self.options.max_in_flight):
                             nursery.start_soon(self._worker, engine, retry)
+                    died = engine.death
             except* KataGoDied as group:
                 died = group.exceptions[0]
+            if died is None:
+                return  # every worker stopped the review (the label folder)
             if first:
                 raise ReviewError(f"KataGo did not start: {died}")
             deaths = 1 if self.result.labelled > labelled else deaths + 1
             if deaths > self.options.max_restarts:
-                self._stop(f"KataGo died {deaths} times in a row without labelling a game; "
-                           f"last: {died}")
+                self._stop(f"KataGo died {plural(deaths, 'time')} in a row without labelling "
+                           f"a game; last: {died}")
             else:
                 self.result.restarts += 1
                 self._emit(ReviewEngineDied(k, str(died), deaths, self.options.max_restarts))
@@ -336,16 +353,37 @@ class LiveReview:
             raise ReviewError(str(exc)) from None
 
     async def _worker(self, engine: KataGoEngine, retry: list[_Item]) -> None:
-        while True:
-            item = retry.pop() if retry else await self._receive.receive()
+        """Games until the engine is gone (or the review stops); a game not finished goes
+        into ``retry`` for the next engine, whatever stopped it. A death does not cancel
+        the other workers: a game whose answers all came before KataGo died is kept."""
+        while (item := retry.pop() if retry else await self._next(engine)) is not None:
             try:
                 await self._review(engine, item)
             except KataGoDied:
-                retry.append(item)  # asked again on the next engine
-                raise
+                retry.append(item)
+                return
             except (LabelError, OSError) as exc:  # the label folder cannot be written
                 self._stop(f"cannot write {self.folder}: {_why(exc)}")
                 return
+            except BaseException:  # cancelled: the review stops, the game is left
+                retry.append(item)
+                raise
+
+    async def _next(self, engine: KataGoEngine) -> _Item | None:
+        """The next recorded game, or None once the engine is gone."""
+        taken: list[_Item] = []
+        async with trio.open_nursery() as race:
+            async def take() -> None:
+                taken.append(await self._receive.receive())
+                race.cancel_scope.cancel()
+
+            async def watch() -> None:
+                await engine.wait_dead()
+                race.cancel_scope.cancel()
+
+            race.start_soon(take)
+            race.start_soon(watch)
+        return taken[0] if taken else None
 
     async def _review(self, engine: KataGoEngine, item: _Item) -> None:
         path = self._sgf(item.record)
@@ -365,8 +403,9 @@ class LiveReview:
         outcome = _Outcome()
         await GameLabeller(outcome, outcome, self.options.run_options(), self.result).label(
             engine, item.order, game)
-        status = await trio.to_thread.run_sync(self._write, item, read, game, outcome,
-                                               limiter=self._writing)
+        with trio.CancelScope(shield=True):  # labelled: written, even if the engine just died
+            status = await trio.to_thread.run_sync(self._write, item, read, game, outcome,
+                                                   limiter=self._writing)
         if status is None:
             detail = outcome.error[1] if outcome.error else None
             self._done(GameNotReviewed(item.record.game, f"KataGo: {detail}"))
@@ -387,9 +426,9 @@ class LiveReview:
         self._quality.add(item.order, reviewed.moves, item.record.black, item.record.white)
         return self._quality.status()
 
-    def _done(self, event: Event) -> None:
+    def _done(self, event: GameReviewed | GameNotReviewed) -> None:
         self.result.games += 1
-        self.behind -= 1
+        del self._left[event.game]
         self._emit(event)
         if self.behind == 0:
             self._idle.set()

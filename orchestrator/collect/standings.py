@@ -54,7 +54,7 @@ from orchestrator.events import (
 from orchestrator.quality.running import QualityStatus
 from orchestrator.quality.verdict import quality_line
 from orchestrator.ratings import Pentanomial, estimate
-from orchestrator.words import plural
+from orchestrator.words import plural, some
 
 if TYPE_CHECKING:
     from orchestrator.collect.collector import Collector
@@ -178,9 +178,15 @@ def _(event: ReviewFinishing) -> str:
 
 @words.register
 def _(event: ReviewStopped) -> str:
-    left = f"; {plural(event.left, 'recorded game')} left unlabelled" if event.left else ""
+    left = (f"; {plural(len(event.left), 'recorded game')} left unlabelled "
+            f"({games_named(event.left)})" if event.left else "")
     return (f"review stopped: {event.reason}{left}; the games go on (`collect --resume "
             "RUN_DIR --review` labels the rest)")
+
+
+def games_named(games: tuple[int, ...]) -> str:
+    """``game 3``, ``games 3, 4, 7 and 6 more``."""
+    return f"game {games[0]}" if len(games) == 1 else f"games {some([str(g) for g in games])}"
 
 
 def _behind(behind: int) -> str:

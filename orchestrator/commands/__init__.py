@@ -94,3 +94,26 @@ def _positive_mib(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of MiB")
     return value
 
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of seconds")
+    return value
+
+
+def add_katago_timeout(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--katago-timeout``: KataGo's deadline (go19 label, review, collect --review)."""
+    from orchestrator.label.engine import DEFAULT_TIMEOUT, START_FACTOR
+
+    parser.add_argument(
+        "--katago-timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+        help=f"seconds KataGo may go without answering, per visit (at --visits N, N x S; "
+        f"its start {START_FACTOR} x S); silent longer, it is taken for hung and restarted, "
+        f"as a dying one is (default {DEFAULT_TIMEOUT:g}: the CPU KataGo answers about a "
+        "position a second at one visit)")

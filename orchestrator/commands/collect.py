@@ -19,8 +19,8 @@ from orchestrator.collect.run import (
     ViewTask,
     collect,
 )
-from orchestrator.collect.standings import stop_reason
-from orchestrator.commands import positive_int
+from orchestrator.collect.standings import games_named, stop_reason
+from orchestrator.commands import add_katago_timeout, positive_int
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
 
@@ -123,6 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          ("--config", "analysis config")):
         review.add_argument(option, type=Path, metavar="FILE",
                             help=f"KataGo {what} (default: the one `make katago` prepared)")
+    add_katago_timeout(review)
     parser.add_argument(
         "--web-allow-host", action="append", default=[], metavar="NAME",
         help="another Host name the watch page may be reached by (repeatable; default: "
@@ -261,7 +262,8 @@ def _review(args: argparse.Namespace) -> LiveReview | None | int:
         print(f"collect: --review: {exc}", file=sys.stderr)
         return EXIT_INPUT
     return LiveReview(ReviewOptions(files.binary, files.model, files.config,
-                                    engines=args.review_engines, visits=args.visits))
+                                    engines=args.review_engines, visits=args.visits,
+                                    timeout=args.katago_timeout))
 
 
 def review_summary(review: LiveReview, summary: RunSummary) -> str:
@@ -271,8 +273,9 @@ def review_summary(review: LiveReview, summary: RunSummary) -> str:
     if review.stopped is not None:
         line += f"; stopped: {review.stopped}"
     if review.behind:
-        line += (f"; {plural(review.behind, 'recorded game')} not labelled: `go19 collect "
-                 f"--matchup ... --resume {summary.run_dir} --review` labels them")
+        line += (f"; {plural(review.behind, 'recorded game')} not labelled "
+                 f"({games_named(review.left)}): `go19 collect --matchup ... --resume "
+                 f"{summary.run_dir} --review` labels them")
     return line
 
 

@@ -13,13 +13,21 @@ from typing import Any, TypeVar
 import trio
 
 import orchestrator
-from orchestrator.commands import count_int, examples, found_line, label_ray, positive_int
+from orchestrator.commands import (
+    add_katago_timeout,
+    count_int,
+    examples,
+    found_line,
+    label_ray,
+    positive_int,
+)
 from orchestrator.dataset.shards import DatasetError
 from orchestrator.label.config import KataGoPaths
 from orchestrator.label.games import LabelGame, select_games
 from orchestrator.label.progress import PlainReporter, RichReporter
 from orchestrator.label.run import EngineFiles, Labelling, LabelRun, LabelRunError, RunOptions
 from orchestrator.label.store import LabelError, LabelWriter
+from orchestrator.words import plural, some
 
 PREPARED = ".katago"
 T = TypeVar("T")
@@ -70,7 +78,10 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-in-flight", type=positive_int, default=4, metavar="N",
                         help="games queried at once (default 4)")
     parser.add_argument("--max-restarts", type=count_int, default=3, metavar="N",
-                        help="KataGo restarts in a row without a finished game (default 3)")
+                        help="KataGo restarts in a row without a finished game, after it "
+                        "died or went silent (default 3); then the run stops, naming the "
+                        "games left for --resume")
+    add_katago_timeout(parser)
     parser.add_argument("--resume", action="store_true",
                         help="go on in an existing --out: skip games already labelled")
     parser.add_argument("--max-games", type=positive_int, metavar="N",
@@ -83,7 +94,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
 def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(visits=args.visits, ownership=args.ownership,
                       max_in_flight=args.max_in_flight, max_restarts=args.max_restarts,
-                      review=args.review)
+                      review=args.review, timeout=args.katago_timeout)
 
 
 def prepared_katago() -> KataGoPaths | None:
@@ -176,7 +187,7 @@ def open_folder(args: argparse.Namespace, options: RunOptions,
             print(f"label: {nothing}", file=sys.stderr)
             return 2
         writer = LabelWriter.open(args.out, options.settings(args.max_moves), map(
-            str, args.inputs), resume=args.resume)
+            str, args.inputs), resume=args.resume, run=getattr(args, "run", None))
     except (LabelError, DatasetError) as exc:
         print(f"label: {exc}", file=sys.stderr)
         return 2
@@ -194,6 +205,7 @@ def finish(label: Callable[[], None], label_run: Labelling, writer: LabelWriter,
     record), prints the summary; the exit status. Shared with the ``--ray`` path so that both
     keep the same statuses and run record; ``fatal`` errors of that path exit 2 as well."""
     status, finished = 0, False
+    stopped: LabelRunError | None = None
     try:
         label()
         finished = True
@@ -201,7 +213,7 @@ def finish(label: Callable[[], None], label_run: Labelling, writer: LabelWriter,
         print(f"label: {exc}", file=sys.stderr)
         status = 2
     except LabelRunError as exc:
-        print(f"label: {exc}", file=sys.stderr)
+        stopped = exc  # said once the folder is flushed: it names the games not in it
         status = 1
     except LabelError as exc:  # a resumed folder made with another model
         print(f"label: {exc}", file=sys.stderr)
@@ -215,5 +227,19 @@ def finish(label: Callable[[], None], label_run: Labelling, writer: LabelWriter,
                         "restarts": result.restarts, "max_in_flight": options.max_in_flight,
                         "max_games": args.max_games, "finished": finished, **more()})
         writer.flush()
+    if stopped is not None:
+        print(f"label: {stopped}{_left(games, writer)}", file=sys.stderr)
     print(_summary(label_run, args.out, games, void_files))
     return status
+
+
+def _left(games: list[LabelGame], writer: LabelWriter) -> str:
+    """What a stopped run leaves for ``--resume``: the games to label not labelled."""
+    done = writer.labelled()
+    left = list(dict.fromkeys(g.where for g in games
+                              if g.status == "ok" and g.positions and g.ident not in done))
+    if not left:
+        return ""
+    names = some([Path(where).name for where in left])
+    return (f"; {plural(len(left), 'game')} not labelled ({names}): the same command with "
+            "--resume labels them")

@@ -11,7 +11,7 @@ from pathlib import Path
 from orchestrator.commands import examples, label, label_ray
 from orchestrator.commands.report import parse_anchor
 from orchestrator.label.store import MANIFEST
-from orchestrator.recordings import is_run_dir
+from orchestrator.recordings import RunName, is_run_dir
 from orchestrator.report.build import ReportError, default_out, write_report
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.report.quality_tables import verdict_lines
@@ -57,7 +57,8 @@ def _label(args: argparse.Namespace, run_dir: Path) -> int:
         print(f"review: {folder} already holds labels: --resume labels the games still "
               f"missing, --labels {folder} uses them as they are", file=sys.stderr)
         return 2
-    options = {**vars(args), "inputs": [run_dir], "out": folder, "review": True}
+    options = {**vars(args), "inputs": [run_dir], "out": folder, "review": True,
+               "run": RunName.of(run_dir)}
     return int(label.run(argparse.Namespace(**options)))
 
 

@@ -13,10 +13,16 @@ Coordinates and perspective, as this module reports them:
   whoever is to move;
 - at ``maxVisits = 1`` KataGo evaluates the position only: ``move_infos`` is empty and
   ``best_move`` is the policy's top point.
+
+An answer that is not what KataGo sends (a missing field, a value that is not a finite
+number: NaN, infinite, or the ``null`` KataGo's JSON writer makes of a NaN; a policy or
+ownership of the wrong length) raises :class:`KataGoBadAnswer`: never a label.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +52,10 @@ class KataGoError(Exception):
 
 class KataGoDied(KataGoError):
     """The engine is gone: the process exited, or was stopped after unreadable output."""
+
+
+class KataGoBadAnswer(KataGoError):
+    """An answer that cannot be a label (``str()`` says which query, turn and value)."""
 
 
 class KataGoQueryError(KataGoError):
@@ -101,14 +111,31 @@ class AnalysisResponse:
         return float(self.policy[to_index(point, self.size)])
 
 
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{what} is {json.dumps(value)}, not a number")
+    if not math.isfinite(value):
+        raise ValueError(f"{what} is {value}")
+    return float(value)
+
+
+def _values(values: Any, length: int, what: str) -> np.ndarray:
+    array = np.asarray(values, dtype=np.float64)  # null becomes NaN
+    if array.shape != (length,):
+        raise ValueError(f"{what} has shape {array.shape}, not ({length},)")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{what} holds {array[~np.isfinite(array)][0]}")
+    return array
+
+
 def _parse_move_info(info: Mapping[str, Any], size: int) -> MoveInfo:
     return MoveInfo(
         move=from_gtp(info["move"], size),
         order=int(info["order"]),
         visits=int(info["visits"]),
-        winrate=float(info["winrate"]),
-        score_lead=float(info["scoreLead"]),
-        prior=float(info["prior"]),
+        winrate=_number(info["winrate"], "moveInfos winrate"),
+        score_lead=_number(info["scoreLead"], "moveInfos scoreLead"),
+        prior=_number(info["prior"], "moveInfos prior"),
         pv=tuple(from_gtp(v, size) for v in info.get("pv", ())),
     )
 
@@ -116,7 +143,17 @@ def _parse_move_info(info: Mapping[str, Any], size: int) -> MoveInfo:
 def parse_response(
     msg: Mapping[str, Any], size: int, warnings: Sequence[str] = ()
 ) -> AnalysisResponse:
-    """One analysis answer, with KataGo's GTP vertices turned into go19 points."""
+    """One analysis answer, with KataGo's GTP vertices turned into go19 points; raises
+    :class:`KataGoBadAnswer` for one that cannot be a label."""
+    try:
+        return _parse(msg, size, warnings)
+    except (KeyError, TypeError, ValueError) as exc:
+        what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        where = f"query {msg.get('id')} turn {msg.get('turnNumber')}"
+        raise KataGoBadAnswer(f"KataGo's answer to {where} is bad: {what}") from None
+
+
+def _parse(msg: Mapping[str, Any], size: int, warnings: Sequence[str]) -> AnalysisResponse:
     root = msg.get("rootInfo", {})
     infos = sorted((_parse_move_info(i, size) for i in msg.get("moveInfos", ())),
                    key=lambda m: m.order)
@@ -127,11 +164,11 @@ def parse_response(
         turn=int(msg["turnNumber"]),
         size=size,
         move_infos=tuple(infos),
-        winrate=float(root["winrate"]) if "winrate" in root else None,
-        score_lead=float(root["scoreLead"]) if "scoreLead" in root else None,
+        winrate=_number(root["winrate"], "winrate") if "winrate" in root else None,
+        score_lead=_number(root["scoreLead"], "scoreLead") if "scoreLead" in root else None,
         visits=int(root.get("visits", 0)),
-        policy=None if policy is None else np.asarray(policy, dtype=np.float64),
-        ownership=None if ownership is None else np.asarray(ownership, dtype=np.float64),
+        policy=None if policy is None else _values(policy, size * size + 1, "policy"),
+        ownership=None if ownership is None else _values(ownership, size * size, "ownership"),
         warnings=tuple(warnings),
         raw={k: v for k, v in msg.items() if k not in ("policy", "ownership")},
     )

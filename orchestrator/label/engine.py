@@ -3,16 +3,25 @@
 One process per :func:`open_katago`; the context manager owns its nursery, and in it one
 task reads stdout and routes each answer by ``id`` (and ``turnNumber``) to the query that
 waits for it, since KataGo answers out of order; another keeps the last lines of stderr for
-error messages. Queries take no timeout: wrap them in ``trio.fail_after``. A cancelled
-query asks KataGo to drop its remaining turns and ignores their late answers.
+error messages. A cancelled query asks KataGo to drop its remaining turns and ignores their
+late answers.
+
+Deadline: KataGo answers one position at a time (a few at once, by priority), so a query
+may wait behind others for long; what must not happen is KataGo answering nothing at all.
+A third task watches that: while any query waits, some answer must come within ``timeout``
+seconds per visit of the most visits asked (``timeout`` for an action, ``START_FACTOR`` x
+``timeout`` for ``query_version``, which waits for the net to load) since the last answer.
+An engine that stays silent longer is killed, and its queries raise :class:`KataGoDied`.
 
 Queries and answers (what they hold, coordinates, perspective) are
 :mod:`orchestrator.label.analysis`, which this module re-exports.
 
 Errors: a query KataGo rejects raises :class:`KataGoQueryError` in that query only, and
-the engine goes on; a warning KataGo attaches to a query lands in each of its responses'
-``warnings``. If the process exits (or says something that is not JSON, and is stopped)
-every outstanding and later query raises :class:`KataGoDied`.
+the engine goes on, as it does after an answer that cannot be a label
+(:class:`KataGoBadAnswer`: NaN, infinite, missing); a warning KataGo attaches to a query
+lands in each of its responses' ``warnings``. If the process exits, says something that is
+not JSON, answers a query id never sent, or stays silent past the deadline, every
+outstanding and later query raises :class:`KataGoDied`.
 """
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ import trio
 from orchestrator.label.analysis import (
     GO19_RULES,
     AnalysisResponse,
+    KataGoBadAnswer,
     KataGoDied,
     KataGoError,
     KataGoQueryError,
@@ -40,20 +50,35 @@ from orchestrator.label.analysis import (
     parse_response,
 )
 from orchestrator.rules.game import Move
+from orchestrator.words import plural
 
 __all__ = [
-    "GO19_RULES", "AnalysisResponse", "KataGoDied", "KataGoEngine", "KataGoError",
-    "KataGoQueryError", "MoveInfo", "game_query", "open_katago", "parse_response",
+    "DEFAULT_TIMEOUT", "GO19_RULES", "AnalysisResponse", "KataGoBadAnswer", "KataGoDied",
+    "KataGoEngine", "KataGoError", "KataGoQueryError", "MoveInfo", "START_FACTOR",
+    "game_query", "open_katago", "parse_response",
 ]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one answer with policy and ownership is ~20 kB
 _STDERR_LINES = 20
+# Seconds KataGo may go without answering a query, per visit of a position: the CPU
+# KataGo of `make katago` answers about a position a second at one visit.
+DEFAULT_TIMEOUT = 60.0
+START_FACTOR = 10  # the start (the net loaded, query_version answered) may take 10 times
+_ID_PREFIX = "go19-"
 
 
 @dataclass
 class _Pending:
     send: trio.MemorySendChannel[dict[str, Any]]
+    timeout: float  # the longest KataGo may be silent while this query waits
+    expected: int  # final answers KataGo owes it
+    answered: int = 0  # final answers (or an error) come so far
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def waiting(self) -> bool:
+        """Still owed an answer by KataGo (not only unread by its caller)."""
+        return self.answered < self.expected
 
 
 class _LineReader:
@@ -86,9 +111,13 @@ class _LineReader:
 class KataGoEngine:
     """A running analysis engine; get one from :func:`open_katago`."""
 
-    def __init__(self, process: trio.Process, nursery: trio.Nursery) -> None:
+    def __init__(self, process: trio.Process, nursery: trio.Nursery,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
         self._process = process
         self._nursery = nursery
+        self.timeout = timeout
+        self._heard_at = 0.0  # trio time of the last answer (or of a query to an idle engine)
+        self._woken = trio.Event()  # the watchdog recomputes its deadline
         self._pending: dict[str, _Pending] = {}
         self._next_id = 0
         self._send_lock = trio.Lock()
@@ -102,14 +131,22 @@ class KataGoEngine:
     def pid(self) -> int:
         return self._process.pid
 
+    @property
+    def death(self) -> KataGoDied | None:
+        """Why the engine is gone (every query raises it), or None while it runs."""
+        return self._death
+
+    async def wait_dead(self) -> None:
+        await self._dead.wait()
+
     # -- public queries ------------------------------------------------------------
 
     async def query_version(self) -> str:
-        reply = await self._action("query_version")
+        reply = await self._action("query_version", self.timeout * START_FACTOR)
         return str(reply["version"])
 
     async def query_models(self) -> list[dict[str, Any]]:
-        reply = await self._action("query_models")
+        reply = await self._action("query_models", self.timeout)
         return list(reply["models"])
 
     async def query(self, query: Mapping[str, Any]) -> AnalysisResponse:
@@ -121,7 +158,8 @@ class KataGoEngine:
         size = query.get("boardXSize")
         if not isinstance(size, int):
             raise ValueError("an analysis query needs an integer boardXSize")
-        async with aclosing(self._submit(dict(query), 1)) as answers:
+        timeout = self._position_timeout(query)
+        async with aclosing(self._submit(dict(query), 1, timeout)) as answers:
             async for msg, warnings in answers:
                 return parse_response(msg, size, warnings)
         raise AssertionError("unreachable: _submit yields once or raises")
@@ -133,7 +171,8 @@ class KataGoEngine:
         :func:`game_query`. Consume it whole or under ``contextlib.aclosing``."""
         query = game_query(moves, **options)
         size = query["boardXSize"]
-        async with aclosing(self._submit(query, len(query["analyzeTurns"]))) as answers:
+        submitted = self._submit(query, len(query["analyzeTurns"]), self._position_timeout(query))
+        async with aclosing(submitted) as answers:
             async for msg, warnings in answers:
                 yield parse_response(msg, size, warnings)
 
@@ -149,28 +188,46 @@ class KataGoEngine:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    async def _action(self, action: str) -> dict[str, Any]:
-        async with aclosing(self._submit({"action": action}, 1)) as answers:
+    def _position_timeout(self, query: Mapping[str, Any]) -> float:
+        visits = query.get("maxVisits")
+        return self.timeout * max(visits if isinstance(visits, int) else 1, 1)
+
+    async def _action(self, action: str, timeout: float) -> dict[str, Any]:
+        async with aclosing(self._submit({"action": action}, 1, timeout)) as answers:
             async for msg, _ in answers:
                 return msg
         raise AssertionError("unreachable: _submit yields once or raises")
 
     def _new_id(self) -> str:
         self._next_id += 1
-        return f"go19-{self._next_id}"
+        return f"{_ID_PREFIX}{self._next_id}"
+
+    def _was_sent(self, query_id: object) -> bool:
+        if not isinstance(query_id, str) or not query_id.startswith(_ID_PREFIX):
+            return False
+        number = query_id.removeprefix(_ID_PREFIX)
+        return number.isdigit() and 0 < int(number) <= self._next_id
+
+    def _heard(self) -> None:
+        self._heard_at = trio.current_time()
+        self._woken.set()
 
     async def _submit(
-        self, query: dict[str, Any], expected: int
+        self, query: dict[str, Any], expected: int, timeout: float
     ) -> AsyncGenerator[tuple[dict[str, Any], tuple[str, ...]], None]:
-        """Send one query and yield its ``expected`` final answers with their warnings."""
+        """Send one query and yield its ``expected`` final answers with their warnings;
+        ``timeout``: how long KataGo may stay silent while it waits (the watchdog's)."""
         if self._death is not None:
             raise self._death
         query_id = self._new_id()
         query["id"] = query_id
         # Unbounded, yet bounded by the query itself: KataGo sends one final answer per turn.
         send, receive = trio.open_memory_channel[dict[str, Any]](math.inf)
-        pending = _Pending(send)
+        pending = _Pending(send, timeout, expected)
+        if not any(p.waiting for p in self._pending.values()):
+            self._heard()  # an idle engine's silence starts counting now
         self._pending[query_id] = pending
+        self._woken.set()
         received = 0
         try:
             await self._send(query)
@@ -232,13 +289,22 @@ class KataGoEngine:
             raise KataGoDied(f"KataGo reported a general error: {msg['error']}")
         pending = self._pending.get(query_id) if isinstance(query_id, str) else None
         if pending is None:
+            if not self._was_sent(query_id):
+                # Not ours to drop: KataGo and we no longer agree on what was asked.
+                raise KataGoDied(f"KataGo answered query id {query_id!r}, which was never "
+                                 "sent")
             return  # the answer to a query its caller gave up on, or to a terminate
+        self._heard()
         if "warning" in msg:
             field_name = msg.get("field")
             where = f"{field_name}: " if field_name else ""
             pending.warnings.append(f"{where}{msg['warning']}")
         elif not msg.get("isDuringSearch", False):
-            pending.send.send_nowait(msg)
+            pending.answered = pending.expected if "error" in msg else pending.answered + 1
+            try:
+                pending.send.send_nowait(msg)
+            except trio.BrokenResourceError:
+                pass  # its caller stopped reading a moment ago (a bad answer, a cancel)
 
     async def _read_stdout(self) -> None:
         assert self._process.stdout is not None
@@ -254,6 +320,26 @@ class KataGoEngine:
         except KataGoDied as exc:
             self._process.kill()
             self._die(KataGoDied(f"{exc}{self._stderr_text()}"))
+
+    async def _watch(self) -> None:
+        """Kill an engine that answers nothing for longer than the longest ``timeout`` of
+        the queries it owes answers (counted from the last answer): every query raises."""
+        while self._death is None:
+            self._woken = woken = trio.Event()
+            owed = [p for p in self._pending.values() if p.waiting]
+            if not owed:
+                await woken.wait()
+                continue
+            limit = max(p.timeout for p in owed)
+            deadline = self._heard_at + limit
+            if trio.current_time() >= deadline:
+                waiting = plural(len(owed), "query", "queries")
+                self._process.kill()
+                self._die(KataGoDied(f"KataGo answered nothing for {limit:g} s with {waiting} "
+                                     "waiting (--katago-timeout); stopped it"))
+                return
+            with trio.move_on_at(deadline):
+                await woken.wait()
 
     async def _read_stderr(self) -> None:
         assert self._process.stderr is not None
@@ -304,10 +390,13 @@ async def open_katago(
     shutdown_grace: float = 5.0,
     background: bool = False,
     own_session: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> AsyncIterator[KataGoEngine]:
     """Start ``katago analysis`` and wait until it answers ``query_version`` (the net is
     loaded then); the log goes to ``log_path``. A KataGo that cannot start raises
-    :class:`KataGoDied` here, with the end of its stderr. On exit the process is stopped.
+    :class:`KataGoDied` here, with the end of its stderr, as does one that does not answer
+    within ``START_FACTOR`` x ``timeout`` (the deadline, module doc). On exit the process
+    is stopped.
     ``background`` runs it (every thread) at the lowest priority, nice 19 (``collect
     --review``: KataGo must not take the games' CPU). Not SCHED_IDLE: behind any other busy
     process, even a niced one, it got no CPU at all and the review never moved;
@@ -333,9 +422,10 @@ async def open_katago(
     )
     try:
         async with trio.open_nursery() as nursery:
-            engine = KataGoEngine(process, nursery)
+            engine = KataGoEngine(process, nursery, timeout)
             nursery.start_soon(engine._read_stderr)
             nursery.start_soon(engine._read_stdout)
+            nursery.start_soon(engine._watch)
             try:
                 engine.version = await engine.query_version()
                 yield engine

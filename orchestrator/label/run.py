@@ -6,10 +6,12 @@ KataGo's threads always have queued turns and earlier games finish first. Answer
 back in any order and are matched to their game by the client (query id) and to their
 row here (turn number).
 
-Faults: a query KataGo rejects makes that game an ``error`` (one line) and the run goes
-on. If KataGo dies, every game in flight goes back to the queue (its partial answers
-dropped) and a new engine starts; after ``max_restarts`` deaths in a row with no game
-finished in between, the run stops with :class:`LabelRunError` (finished games are kept).
+Faults: a query KataGo rejects, or an answer that cannot be a label (NaN, infinite, a turn
+not asked), makes that game an ``error`` (one line) and the run goes on. If KataGo dies or
+stays silent past its deadline (``timeout`` seconds per visit: engine.py), every game in
+flight goes back to the queue (its partial answers dropped) and a new engine starts; after
+``max_restarts`` deaths in a row with no game finished in between, the run stops with
+:class:`LabelRunError` (finished games are kept).
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ import trio
 
 from orchestrator.coords import to_index
 from orchestrator.label.engine import (
+    DEFAULT_TIMEOUT,
     GO19_RULES,
     AnalysisResponse,
+    KataGoBadAnswer,
     KataGoDied,
     KataGoEngine,
     KataGoQueryError,
@@ -36,6 +40,7 @@ from orchestrator.label.engine import (
 )
 from orchestrator.label.games import LabelGame
 from orchestrator.label.store import empty_labels
+from orchestrator.words import plural
 
 
 class LabelRunError(Exception):
@@ -57,6 +62,7 @@ class RunOptions:
     max_in_flight: int = 4
     max_restarts: int = 3
     review: bool = False  # the position after the last labelled move too (go19 review)
+    timeout: float = DEFAULT_TIMEOUT  # KataGo's deadline per visit (engine.py); not a setting
 
     def settings(self, max_moves: int | None) -> dict[str, Any]:
         """What a label folder must keep equal across resumed runs."""
@@ -192,23 +198,29 @@ class GameLabeller:
                     include_policy=True, include_ownership=self.options.ownership,
                     priority=-order,
                 )
+                asked = set(turns)  # each answered once
                 async with aclosing(stream) as answers:
                     async for response in answers:
+                        if response.turn not in asked:
+                            raise KataGoBadAnswer(f"KataGo answered turn {response.turn} of "
+                                                  f"query {response.id}, not asked or twice")
+                        asked.discard(response.turn)
                         _fill(arrays, segment.first + response.turn, response,
                               self.options.ownership)
                         warnings.update(response.warnings)
                         answered += 1
                         self.reporter.advance(1)
-        except KataGoDied:
-            self.reporter.advance(-answered)
-            raise
-        except KataGoQueryError as exc:
+        except (KataGoQueryError, KataGoBadAnswer) as exc:
             self.reporter.advance(len(part) - answered)  # the bar counts it as done
             self.result.errors += 1
-            self.sink.record(game, "error", "katago", exc.message, warnings)
+            detail = exc.message if isinstance(exc, KataGoQueryError) else str(exc)
+            self.sink.record(game, "error", "katago", detail, warnings)
             self.reporter.message(f"error: {game.where}: {exc}")
             self.reporter.game_done(game)
             return
+        except BaseException:  # KataGo died, or this task was cancelled: asked again
+            self.reporter.advance(-answered)
+            raise
         if warnings:
             self.reporter.message(f"warning: {game.where}: KataGo: {'; '.join(sorted(warnings))}")
         self.sink.add(game, arrays, warnings)
@@ -254,17 +266,24 @@ class LabelRun:
         self._games = GameLabeller(writer, reporter, options, self.result)
 
     async def _worker(self, engine: KataGoEngine, queue: _Queue) -> None:
+        """Games from ``queue`` until it is empty or the engine is gone; a game not
+        finished goes back, whatever stopped it. A death does not cancel the other
+        workers: a game whose answers all came before KataGo died is still finished."""
         while (item := queue.pop()) is not None:
             order, game = item
             try:
                 await self._games.label(engine, order, game)
             except KataGoDied:
                 queue.put_back(order, game)
+                return
+            except BaseException:
+                queue.put_back(order, game)
                 raise
 
     async def _session(self, queue: _Queue) -> None:
         files = self.files
-        async with open_katago(files.binary, files.model, files.config, files.log) as engine:
+        async with open_katago(files.binary, files.model, files.config, files.log,
+                               timeout=self.options.timeout) as engine:
             if not self.result.engine:
                 models = await engine.query_models()
                 self.result.engine = {
@@ -282,6 +301,8 @@ class LabelRun:
                         nursery.start_soon(self._worker, engine, queue)
             finally:
                 self.result.querying_seconds += time.monotonic() - ready
+            if engine.death is not None and len(queue):
+                raise engine.death
 
     async def run(self, games: Sequence[LabelGame]) -> RunResult:
         """Ask KataGo about every position of ``games`` not yet in the writer's folder."""
@@ -309,8 +330,9 @@ class LabelRun:
                     raise LabelRunError(f"KataGo did not start: {death}") from None
                 deaths = 1 if self._games.finished else deaths + 1
                 if deaths > self.options.max_restarts:
-                    raise LabelRunError(f"KataGo died {deaths} times in a row without "
+                    raise LabelRunError(f"KataGo died {plural(deaths, 'time')} in a row without "
                                         f"finishing a game; last: {death}") from None
                 self.result.restarts += 1
-                self.reporter.message(f"KataGo died ({death}); restarting with {len(queue)} "
-                                      f"games to go ({deaths}/{self.options.max_restarts})")
+                self.reporter.message(f"KataGo died ({death}); restarting with "
+                                      f"{plural(len(queue), 'game')} to go "
+                                      f"({deaths}/{self.options.max_restarts})")

@@ -30,6 +30,7 @@ from orchestrator.files import atomic_write, relative_path
 from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.label.games import LabelGame, game_ident
 from orchestrator.positions.samples import AREA
+from orchestrator.recordings import RunName
 
 FORMAT = "go19-labels/1"
 MANIFEST = "labels.json"
@@ -105,11 +106,16 @@ class LabelWriter:
     @classmethod
     def open(cls, folder: str | os.PathLike[str], settings: Mapping[str, Any],
              inputs: Iterable[str], *, resume: bool, shard_positions: int = 8192,
-             flush_seconds: float = 30.0) -> LabelWriter:
+             flush_seconds: float = 30.0, run: RunName | None = None) -> LabelWriter:
         """A new label folder at ``folder`` (which must be absent or empty), or with
-        ``resume`` the one there, whose settings must equal ``settings``."""
+        ``resume`` the one there, whose settings must equal ``settings``. ``run``: the
+        folder labels that run's games only (``RUN_DIR/labels``); one holding another
+        run's labels is refused, before anything is written."""
         folder = Path(folder)
         path = folder / MANIFEST
+        if folder.is_symlink() and not folder.exists():
+            raise LabelError(f"{folder}: a symbolic link to {os.readlink(folder)}, which does "
+                             "not exist; create that folder or remove the link")
         if path.exists():
             if not resume:
                 raise LabelError(f"{folder}: already holds labels (use --resume to go on, "
@@ -118,6 +124,8 @@ class LabelWriter:
             if manifest["settings"] != dict(settings):
                 raise LabelError(f"{folder}: labelled with other settings "
                                  f"{manifest['settings']}; resume with the same ones")
+            if run is not None:
+                _check_run(folder, manifest, run)
         else:
             if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
                 raise LabelError(f"{folder}: exists and holds no {MANIFEST}; choose another "
@@ -132,6 +140,8 @@ class LabelWriter:
                                             bool(settings.get("review"))).items()},
                 "counts": {}, "runs": [], "games": [], "shards": [],
             }
+        if run is not None:
+            manifest["run"] = run.id
         # Paths relative to the label folder (older folders: as given, kept as they are).
         manifest["inputs"] = sorted({*manifest["inputs"],
                                      *(relative_path(p, folder) for p in inputs)})
@@ -231,6 +241,21 @@ class LabelWriter:
         manifest["counts"] = counts(entries)
         text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
         atomic_write(self.folder / MANIFEST, text.encode())
+
+
+def _check_run(folder: Path, manifest: Mapping[str, Any], run: RunName) -> None:
+    """Refuse a folder labelling another run: its ``run``, or for a folder written before
+    it was kept, the name of its one input (a run folder)."""
+    held = manifest.get("run")
+    if held is None:
+        inputs = manifest.get("inputs") or []
+        names = {Path(i).name for i in inputs if Path(i).name not in ("", ".", "..")}
+        if len(inputs) != 1 or len(names) != 1:
+            return  # no run named: nothing to compare
+        (held,) = names
+    if held not in (run.id, run.folder):
+        raise LabelError(f"{folder}: holds the labels of run {held}, not of run {run.id}; "
+                         f"label run {run.id} into a folder of its own")
 
 
 def counts(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

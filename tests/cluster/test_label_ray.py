@@ -26,6 +26,7 @@ from orchestrator.label.run import LabelRunError, RunOptions
 from orchestrator.label.store import LabelSet, LabelWriter
 from tests.cluster.conftest import NO_RAY, REAL, requires_real
 from tests.label.conftest import requires_katago
+from tests.label.standin import standin
 
 pytestmark = [requires_real]
 
@@ -282,3 +283,45 @@ def test_rate_line_counts_the_answers_between_two_polls() -> None:
                  _Slot(1, seen=10, seen_at=4.0, line_seen=0, line_time=0.0)]
     assert run.rates_line() == "engines (positions/s): #0 2.00, #1 2.50; total 4.50"
     assert run.rates_line() == "engines (positions/s): #0 0.00, #1 0.00; total 0.00"
+
+
+# -- the stand-in KataGo (tests/label/standin_katago.py) inside the actors: the fixes of
+# go19 label's engine client (every game in flight asked again, the deadline, the line
+# naming the games left) are the Ray path's too, since the actors run that client.
+
+
+def test_a_crashing_katago_in_the_actors_loses_nothing(local_ray: Any, tmp_path: Path,
+                                                       capsys: Any) -> None:
+    katago = standin(tmp_path / "katago", "crash", after=2)
+    out = tmp_path / "labels"
+    assert main(["label", *_files(6), "--out", str(out), "--max-moves", str(MOVES),
+                 "--ray", "--engines", "2", *katago.options()]) == 0
+    said = capsys.readouterr().out
+    assert f"6/6 games labelled ({6 * MOVES} positions)" in said
+    labels = LabelSet(out)
+    rows = set(zip(labels.arrays["sha1"].tolist(), labels.arrays["game_index"].tolist(),
+                   labels.arrays["move_number"].tolist(), strict=True))
+    assert len(labels) == len(rows) == 6 * MOVES  # each position once
+    assert len({q["pid"] for q in katago.queries()}) > 2  # KataGos died and were restarted
+
+
+def test_a_silent_katago_in_the_actors_stops_the_run_naming_the_games_left(
+    local_ray: Any, tmp_path: Path, capsys: Any
+) -> None:
+    """On the real clock (the actors' trio runs in Ray's processes): a KataGo that never
+    answers is taken for hung after --katago-timeout (2 s at one visit) and, with no
+    restart allowed, the run stops in one line."""
+    katago = standin(tmp_path / "katago", "hang")
+    out = tmp_path / "labels"
+    status = main(["label", *_files(2), "--out", str(out), "--max-moves", str(MOVES),
+                   "--ray", "--engines", "1", "--max-restarts", "0", "--katago-timeout", "2",
+                   *katago.options()])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1
+    (line,) = [line for line in err if "not labelled" in line]
+    first, second = (Path(p).name for p in _files(2))
+    assert line.startswith("label: KataGo died 1 time in a row on node ")
+    assert "; last: KataGo answered nothing for 2 s with " in line
+    assert line.endswith(f"; 2 games not labelled ({first} and {second}): the same command "
+                         "with --resume labels them")
+    assert katago.queries()  # it was asked, and said nothing

@@ -234,7 +234,7 @@ async def test_a_dying_katago_is_restarted_then_given_up_while_the_games_go_on(t
     assert summary.exit_code == 0 and summary.state.done == 2  # the games went on
     assert len(heard.of(ReviewEngineDied)) == 1
     (stopped,) = heard.of(ReviewStopped)
-    assert "KataGo died 2 times in a row" in stopped.reason and stopped.left == 2
+    assert "KataGo died 2 times in a row" in stopped.reason and len(stopped.left) == 2
     lines: list[str] = []
     log = PlainLog(0, lines.append)
     for event in heard.events:

@@ -1,6 +1,6 @@
 """The client's protocol handling, without KataGo: query building, answer parsing, and a
 real subprocess that misbehaves on purpose (answers turns backwards, sends progress
-reports, stray ids and warnings, garbage, or dies at start)."""
+reports, late answers and warnings, garbage, or dies at start)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ import trio.testing
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import PASS
 from orchestrator.label.engine import (
+    DEFAULT_TIMEOUT,
     GO19_RULES,
     MAX_LINE_BYTES,
+    START_FACTOR,
+    KataGoBadAnswer,
     KataGoDied,
     _LineReader,
     game_query,
@@ -25,6 +28,7 @@ from orchestrator.label.engine import (
     parse_response,
 )
 from orchestrator.rules.game import Move
+from tests.label.standin import standin
 
 Q16, D4 = 3 * 19 + 15, 15 * 19 + 3  # (row, col) from the top-left corner A19
 
@@ -103,7 +107,8 @@ async def test_line_reader_ends_at_eof():
 
 
 # A stand-in for `katago analysis`: answers query_version, then answers each analysis
-# query's turns in reverse order, after a warning, a progress report and a stray id; a
+# query's turns in reverse order, after a warning, a progress report and a late answer to
+# a query answered already (the version query's id, go19-1); a
 # query whose komi is 666 gets a line of garbage; exits at once if argv asks it to.
 FAKE = textwrap.dedent('''
     import json, sys
@@ -119,7 +124,7 @@ FAKE = textwrap.dedent('''
             print("Segmentation fault (not JSON)", flush=True)
             continue
         print(json.dumps({"warning": "fake warning", "field": "rules", "id": q["id"]}))
-        print(json.dumps({"id": "stranger", "turnNumber": 0, "moveInfos": []}))
+        print(json.dumps({"id": "go19-1", "turnNumber": 0, "moveInfos": []}))
         size = q["boardXSize"]
         for turn in reversed(q["analyzeTurns"]):
             policy = [0.0] * (size * size + 1)
@@ -181,3 +186,93 @@ async def test_missing_files_are_named(tmp_path):
         async with open_katago(tmp_path / "katago", tmp_path / "m", tmp_path / "c",
                                tmp_path / "log"):
             pass
+
+
+# -- the stand-in KataGo (tests/label/standin_katago.py): deadlines, stray ids, bad values
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    return trio.testing.MockClock()  # no autojump: only the tests move time, after a hang
+
+
+def _standin_open(folder, mode, after=0, value="nan", hangs=None, timeout=DEFAULT_TIMEOUT):
+    s = standin(folder / "standin", mode, after, value,
+                announce=None if hangs is None else hangs.address)
+    return open_katago(s.binary, s.model, s.config, folder / "katago.log", timeout=timeout)
+
+
+async def test_a_silent_engine_is_stopped_at_its_deadline_scaled_by_visits(
+    tmp_path, clock, nursery, make_hangs
+):
+    hangs = make_hangs()
+    await nursery.start(hangs.serve, clock)
+    async with _standin_open(tmp_path, "hang", after=1, hangs=hangs, timeout=5) as engine:
+        await engine.analyze_game([], komi=7.5, max_visits=3)  # answered: the engine is up
+        asked = trio.current_time()
+        failed: list[BaseException] = []
+
+        async def ask() -> None:
+            try:
+                await engine.analyze_game([Move(BLACK, Q16)], komi=7.5, max_visits=3)
+            except KataGoDied as exc:
+                failed.append(exc)
+
+        nursery.start_soon(ask)
+        await hangs.wait(1)  # the stand-in has read the query and will never answer it
+        clock.jump(3 * 5 - 0.01)  # 3 visits x 5 s, less a hair
+        await trio.testing.wait_all_tasks_blocked()
+        assert engine.death is None and not failed
+        clock.jump(0.02)
+        await engine.wait_dead()
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() - asked == pytest.approx(15, abs=0.02)
+        (death,) = failed
+        assert str(death).startswith("KataGo answered nothing for 15 s with 1 query waiting")
+        with pytest.raises(KataGoDied, match="answered nothing"):
+            await engine.query_version()  # and every later query
+
+
+async def test_an_engine_that_never_answers_its_version_does_not_start(
+    tmp_path, clock, nursery, make_hangs
+):
+    hangs = make_hangs(seconds=START_FACTOR * 5)
+    await nursery.start(hangs.serve, clock)
+    started = trio.current_time()
+    with pytest.raises(KataGoDied, match=f"answered nothing for {START_FACTOR * 5} s"):
+        async with _standin_open(tmp_path, "hang-at-start", hangs=hangs, timeout=5):
+            pass
+    assert hangs.count == 1 and trio.current_time() - started == START_FACTOR * 5
+
+
+async def test_an_answer_to_an_id_never_sent_stops_the_engine(tmp_path):
+    async with _standin_open(tmp_path, "wrong-id", after=1) as engine:
+        await engine.analyze_game([], komi=7.5)
+        with pytest.raises(KataGoDied, match="query id 'never-sent-go19-3', which was never"):
+            await engine.analyze_game([], komi=7.5)
+
+
+@pytest.mark.parametrize("value,said", [("nan", "winrate is nan"), ("inf", "winrate is inf"),
+                                        ("null", "winrate is null, not a number")])
+async def test_a_value_that_is_no_finite_number_is_a_bad_answer(tmp_path, value, said):
+    async with _standin_open(tmp_path, "bad", after=0, value=value) as engine:
+        with pytest.raises(KataGoBadAnswer, match=f"query go19-2 turn 0 is bad: {said}"):
+            await engine.analyze_game([Move(BLACK, Q16)], komi=7.5)
+        assert engine.death is None  # a bad answer, not a dead engine: it answers on
+        assert await engine.query_version() == "0.0-standin"
+
+
+def test_an_answer_of_the_wrong_shape_or_missing_a_field_is_a_bad_answer():
+    msg = {"id": "go19-2", "turnNumber": 0, "moveInfos": [],
+           "rootInfo": {"winrate": 0.5, "scoreLead": 0.0}, "policy": [0.5, 0.5]}
+    with pytest.raises(KataGoBadAnswer, match=r"policy has shape \(2,\), not \(362,\)"):
+        parse_response(msg, 19)
+    with pytest.raises(KataGoBadAnswer, match="turn None is bad: missing 'turnNumber'"):
+        parse_response({k: v for k, v in msg.items() if k != "turnNumber"}, 1)
+    info = {"move": "A1", "order": 0, "visits": 2, "winrate": 0.5, "scoreLead": "x",
+            "prior": 0.1}
+    with pytest.raises(KataGoBadAnswer, match='moveInfos scoreLead is "x", not a number'):
+        parse_response({**msg, "policy": None, "moveInfos": [info]}, 19)
+    ownership = [0.0] * 360 + [float("-inf")]
+    with pytest.raises(KataGoBadAnswer, match="ownership holds -inf"):
+        parse_response({**msg, "policy": None, "ownership": ownership}, 19)
