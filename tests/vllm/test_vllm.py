@@ -166,8 +166,10 @@ def test_one_trl_dpo_step_on_the_runs_reviewed_export(played, tiny, tmp_path) ->
     built = go19("dataset", "build", played.run, "--labels", played.run / "labels",
                  "--include-fallback", "--no-dedup", "--out", tmp_path / "dataset")
     assert built.returncode == 0, built.stderr
+    # The run's own moves are each side's first (the rest are fallbacks on occupied
+    # points), too few to be sure of a costly one: the pairs take the fallbacks too.
     exported = go19("dataset", "export", tmp_path / "dataset", "--format", "dpo",
-                    "--min-loss", "0", "--out", tmp_path / "dpo")
+                    "--min-loss", "0", "--dpo-include-fallback", "--out", tmp_path / "dpo")
     assert exported.returncode == 0, exported.stderr
     train = _parquet(tmp_path / "dpo")
     assert len(train) >= 2

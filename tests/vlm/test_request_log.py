@@ -71,7 +71,8 @@ def differences(log: Path, export_dir: Path, run_dir: Path, processor
         request = json.loads(line)
         asked.setdefault((request["adapter"], request["image_sha256"]), set()).add(
             request["prompt"])
-    players = {record.sgf: {1: record.black, 2: record.white}
+    # the export names a game's SGF by its run folder and file: "RUN/baduk-….sgf"
+    players = {f"{run_dir.name}/{record.sgf}": {1: record.black, 2: record.white}
                for record in read_journal(run_dir / JOURNAL).records}
     wrong: Counter = Counter()
     positions = 0
