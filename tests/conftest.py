@@ -84,10 +84,22 @@ def make_hangs() -> Iterator[Callable[..., Hangs]]:
         port.close()
 
 
+# Test folders whose session fixtures are costly (a vLLM start, a Ray cluster, the tiny
+# model's adapters, a KataGo review): under `pytest -n 2 --dist loadgroup` (make test) each
+# folder runs on one worker, so the fixture is built once, not once per worker.
+ONE_WORKER = ("vllm", "cluster", "vlm", "review")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under the fuzz profile, raise every property test to at least FUZZ_EXAMPLES
-    examples: most tests fix ``max_examples`` for ``make test``, which the profile alone
-    would not override."""
+    """Groups the costly folders' tests (``ONE_WORKER``) for xdist; under the fuzz profile,
+    raises every property test to at least FUZZ_EXAMPLES examples: most tests fix
+    ``max_examples`` for ``make test``, which the profile alone would not override."""
+    tests = Path(__file__).parent
+    for item in items:
+        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
+        if folder in ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(folder))
     if settings.get_current_profile_name() != "fuzz":
         return
     raised: set[int] = set()
