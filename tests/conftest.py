@@ -85,21 +85,39 @@ def make_hangs() -> Iterator[Callable[..., Hangs]]:
 
 
 # Test folders whose session fixtures are costly (a vLLM start, a Ray cluster, the tiny
-# model's adapters, a KataGo review): under `pytest -n 2 --dist loadgroup` (make test) each
-# folder runs on one worker, so the fixture is built once, not once per worker.
-ONE_WORKER = ("vllm", "cluster", "vlm", "review")
+# model's adapters, a KataGo review), the costliest first: under `make test`'s two xdist
+# workers each folder runs whole on one worker, so its fixtures are built once, and they
+# start first, so that no worker is left with one at the end. Every other file is one unit
+# (its module fixtures built once). xdist's own `loadgroup` cannot do it: its group suffix
+# is lost on pytest 9.2's node ids.
+ONE_WORKER = ("vllm", "cluster", "review", "vlm")
+TESTS = Path(__file__).parent
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def _folder(nodeid: str) -> str:
+    parts = nodeid.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: only called under `pytest -n`
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FolderScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            folder = _folder(nodeid)
+            return f"tests/{folder}" if folder in ONE_WORKER else nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False  # keep the order below: costly folders first
+    return FolderScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Groups the costly folders' tests (``ONE_WORKER``) for xdist; under the fuzz profile,
+    """Puts the costly folders' tests first (``ONE_WORKER``); under the fuzz profile,
     raises every property test to at least FUZZ_EXAMPLES examples: most tests fix
     ``max_examples`` for ``make test``, which the profile alone would not override."""
-    tests = Path(__file__).parent
-    for item in items:
-        folder = item.path.relative_to(tests).parts[0] if item.path.is_relative_to(tests) else ""
-        if folder in ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(folder))
+    rank = {folder: order for order, folder in enumerate(ONE_WORKER)}
+    items.sort(key=lambda item: rank.get(_folder(item.nodeid), len(ONE_WORKER)))
     if settings.get_current_profile_name() != "fuzz":
         return
     raised: set[int] = set()
