@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import trio.testing
 from hypothesis import HealthCheck, is_hypothesis_test, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -65,6 +66,21 @@ settings.register_profile(
 # Loaded here, before any test module builds its own settings on top of the current
 # profile; `--hypothesis-profile=fuzz` replaces it at pytest_configure, also before.
 settings.load_profile("derandomized")
+
+
+@pytest.fixture
+def loopback_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps only after 0.1 s of real idleness: loopback bytes in flight
+    keep it still, while deadlines, backoff and Retry-After cost no wall time. A test
+    takes it by naming it (pytest-trio runs the test on the clock a fixture returns)."""
+    return trio.testing.MockClock(autojump_threshold=0.1)
+
+
+@pytest.fixture
+def idle_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps when the loop has been idle 10 ms: a send that never
+    completes is idle, so a page's 5 s deadline comes at once."""
+    return trio.testing.MockClock(autojump_threshold=0.01)
 
 
 @pytest.fixture
