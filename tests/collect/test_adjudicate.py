@@ -23,6 +23,8 @@ from orchestrator.color import BLACK, WHITE
 from orchestrator.events import AdjudicationOff, Event
 from orchestrator.label.run import EngineFiles
 from orchestrator.recordings import read_journal
+from orchestrator.report.adjudication import wilson
+from orchestrator.report.build import build_report
 from tests.label.conftest import KATAGO, requires_katago
 
 SEED = 0  # slot 0 resigns, slot 1 is held out (held_out(0, slot, 0.5))
@@ -111,6 +113,17 @@ async def test_a_decided_game_resigns_and_a_holdout_game_is_played_out(tmp_path)
         (summary.run_dir / resigned.sgf).read_bytes()).get_root()
     assert root.get("RE") == "B+R"
     assert json.loads(root.get("GOXIXADJ"))["resign"]["winrate"] == adj.resign.winrate
+    section = build_report([summary.run_dir]).adjudication
+    assert section is not None and (section.resigned, section.holdout) == (1, 1)
+    assert section.moves_saved_pct == round(100 * (held.moves - resigned.moves) / held.moves, 1)
+    assert (section.false_resigns, section.holdout_would_resign) == (0, 1)
+    assert section.false_resign_ci == [round(x, 4) for x in wilson(0, 1) or ()]
+
+
+def test_the_wilson_interval() -> None:
+    low, high = wilson(1, 10) or (0, 0)
+    assert round(low, 4) == 0.0179 and round(high, 4) == 0.4042
+    assert wilson(0, 0) is None
 
 
 @requires_katago
