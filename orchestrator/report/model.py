@@ -376,5 +376,4 @@ class Report:
     notes: list[str]
     quality: Quality | None
     warnings: list[str]
-    adjudication: AdjudicationSection | None = field(default=None,
-                                                     metadata={"json": "omit-none"})
+    adjudication: AdjudicationSection | None = None  # null without [adjudicate]
