@@ -123,7 +123,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for option, what in (("--katago", "binary"), ("--model", "net"),
                          ("--config", "analysis config")):
         review.add_argument(option, type=Path, metavar="FILE",
-                            help=f"KataGo {what} (default: the one `make katago` prepared)")
+                            help=f"KataGo {what} of --review and [adjudicate] (default: the one "
+                            "`make katago` prepared)")
     add_katago_timeout(review)
     parser.add_argument(
         "--web-allow-host", action="append", default=[], metavar="NAME",
