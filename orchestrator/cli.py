@@ -28,6 +28,7 @@ from orchestrator.commands import (
     review,
     serve,
     tiny_model,
+    train_lora,
 )
 
 # `go19 --help` lists them in this order: the workflow first (collect games, report on
@@ -46,6 +47,7 @@ COMMANDS = (
     ping,
     play,
     tiny_model,
+    train_lora,
 )
 
 
