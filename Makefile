@@ -20,8 +20,11 @@ $(DEMO_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $(DEMO_STAMP)
 
+# Two workers (xdist) on CI's two cores; tests/conftest.py keeps each costly folder's
+# tests on one worker (ONE_WORKER), so its session fixtures are built once.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --durations=20
 
 test-faults: $(STAMP)
 	$(PY) -m pytest -q -m slow

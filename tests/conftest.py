@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import trio.testing
 from hypothesis import HealthCheck, is_hypothesis_test, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -68,6 +69,21 @@ settings.load_profile("derandomized")
 
 
 @pytest.fixture
+def loopback_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps only after 0.1 s of real idleness: loopback bytes in flight
+    keep it still, while deadlines, backoff and Retry-After cost no wall time. A test
+    takes it by naming it (pytest-trio runs the test on the clock a fixture returns)."""
+    return trio.testing.MockClock(autojump_threshold=0.1)
+
+
+@pytest.fixture
+def idle_clock() -> trio.testing.MockClock:
+    """Virtual time that jumps when the loop has been idle 10 ms: a send that never
+    completes is idle, so a page's 5 s deadline comes at once."""
+    return trio.testing.MockClock(autojump_threshold=0.01)
+
+
+@pytest.fixture
 def make_hangs() -> Iterator[Callable[..., Hangs]]:
     """Makes the loopback ports stand-in KataGos announce their hangs to
     (tests/label/standin.py), closed after the test."""
@@ -84,10 +100,40 @@ def make_hangs() -> Iterator[Callable[..., Hangs]]:
         port.close()
 
 
+# Test folders whose session fixtures are costly (a vLLM start, a Ray cluster, the tiny
+# model's adapters, a KataGo review), the costliest first: under `make test`'s two xdist
+# workers each folder runs whole on one worker, so its fixtures are built once, and they
+# start first, so that no worker is left with one at the end. Every other file is one unit
+# (its module fixtures built once). xdist's own `loadgroup` cannot do it: its group suffix
+# is lost on pytest 9.2's node ids.
+ONE_WORKER = ("vllm", "cluster", "review", "vlm")
+TESTS = Path(__file__).parent
+
+
+def _folder(nodeid: str) -> str:
+    parts = nodeid.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: only called under `pytest -n`
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FolderScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            folder = _folder(nodeid)
+            return f"tests/{folder}" if folder in ONE_WORKER else nodeid.split("::", 1)[0]
+
+    config.option.loadscopereorder = False  # keep the order below: costly folders first
+    return FolderScheduling(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under the fuzz profile, raise every property test to at least FUZZ_EXAMPLES
-    examples: most tests fix ``max_examples`` for ``make test``, which the profile alone
-    would not override."""
+    """Puts the costly folders' tests first (``ONE_WORKER``); under the fuzz profile,
+    raises every property test to at least FUZZ_EXAMPLES examples: most tests fix
+    ``max_examples`` for ``make test``, which the profile alone would not override."""
+    rank = {folder: order for order, folder in enumerate(ONE_WORKER)}
+    items.sort(key=lambda item: rank.get(_folder(item.nodeid), len(ONE_WORKER)))
     if settings.get_current_profile_name() != "fuzz":
         return
     raised: set[int] = set()

@@ -1,6 +1,8 @@
 """A game go19 recorded, read once: its record and its positions from one reading and one
-replay of its SGF, for every reader of a run folder's games (``collect --review`` now; the
-report and the review next).
+replay of its SGF, for ``collect --review``, which needs both for every game. The report
+reads each SGF once too (``report.load.read_game``) but replays it only when its
+move-quality section asks, and the dataset build, ``go19 label`` and ``go19 review`` read
+any SGF corpus, recorded or not, by the same ``positions.samples.read_games_of``.
 
     from orchestrator.positions.recorded import read_recorded_game
     record, read = read_recorded_game("recordings/run/baduk-20250101-120000-00001.sgf")

@@ -32,13 +32,6 @@ REQUESTS = 12
 GUARD_S = 30.0
 
 
-@pytest.fixture
-def loopback_clock() -> trio.testing.MockClock:
-    """Virtual time that jumps only after 0.1 s of real idleness (loopback bytes in flight
-    keep it still): a Retry-After costs no wall time."""
-    return trio.testing.MockClock(autojump_threshold=0.1)
-
-
 def tagged(**changes) -> OpenAIServer:
     return OpenAIServer(reply=choose_by_seed, tag_replies=True, **changes)
 

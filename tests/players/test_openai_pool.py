@@ -26,11 +26,6 @@ from tests.serve.conftest import closed_port
 ATTEMPTS = [0.0, 1.5, 4.5, 9.0, 15.0, 22.5]
 
 
-@pytest.fixture
-def loopback_clock() -> trio.testing.MockClock:
-    return trio.testing.MockClock(autojump_threshold=0.1)
-
-
 def url(port: int) -> str:
     return f"http://{LOCALHOST}:{port}/v1"
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-import pytest
 import trio
 import trio.testing
 
@@ -19,13 +18,6 @@ from orchestrator.rules.game import Game
 from orchestrator.serve import serve_go19
 
 LOCALHOST = "127.0.0.1"
-
-
-@pytest.fixture
-def loopback_clock() -> trio.testing.MockClock:
-    """Virtual time that jumps only after 0.1 s of real idleness, so the clock does not
-    jump while loopback bytes are still in flight."""
-    return trio.testing.MockClock(autojump_threshold=0.1)
 
 
 def closed_port() -> int:

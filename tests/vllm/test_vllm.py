@@ -23,7 +23,8 @@ from orchestrator.files import read_sgf_file
 from orchestrator.recordings import JOURNAL, read_journal
 from tests.conftest import REPO
 from tests.label.conftest import requires_katago
-from tests.vllm.conftest import SERVED_BASE, Vllm
+from tests.vllm.conftest import Vllm
+from tests.vllm.process import SERVED_BASE
 from tests.vlm.serve_process import CLI
 from tests.vlm.test_openai_collect import AUDITED, matchup, run, sgfmill_replies
 from tests.vlm.tiny import ANSWERS

@@ -147,3 +147,66 @@ async def test_every_position_was_asked_what_the_export_wrote(tiny: Tiny, proces
         request = json.loads(line)
         assert request["adapter"] in ("a", "b") and request["ms"] > 0
         assert request["answer"] and len(request["image_sha256"]) == 64
+
+
+async def test_the_play_pages_vlm_seat_asks_what_the_export_of_its_game_writes(
+        tiny: Tiny, processor, tmp_path) -> None:
+    """The third path: `go19 play`'s VLM seat (a human against adapter a over GO19, the
+    training save on), then the saved game exported. Every position the seat was asked
+    about was asked with the export's picture and prompt."""
+    import trio
+
+    from orchestrator.coords import from_gtp
+    from orchestrator.web.session import PlaySession
+
+    log = tmp_path / "requests.jsonl"
+    args = ["--engine", "hf", "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
+            "--listen", "a=127.0.0.1:0", "--constrain", "legal", "--log-requests", str(log),
+            "--device", "cpu",
+            "--threads", "1", "--quiet", "--summary-s", "0"]
+    with serve_process(args, tmp_path / "stderr.txt") as (_, lines):
+        port = int(lines[-1].split()[3].rsplit(":", 1)[1])
+        async with trio.open_nursery() as nursery:
+            session = PlaySession(nursery, tmp_path / "play")
+            session.handle({"type": "new", "settings": {
+                "mode": "hv", "color": "black", "host1": "127.0.0.1", "port1": port,
+                "host2": "", "port2": None, "timeout": 120, "komi": 2.5, "training": True,
+                "auto_restart": False, "auto_reconnect1": False, "auto_reconnect2": False}})
+
+            async def until(ready) -> None:
+                with trio.fail_after(300):
+                    while not ready():
+                        await session.pulse.wait(session.pulse.version)
+
+            for number in (1, 2, 3):
+                await until(lambda: session.waiting_human)
+                game = session.live.game  # a free point: the seat's fallbacks take some
+                point = next(from_gtp(v, 19) for v in ("Q16", "C3", "R4", "K10", "F17")
+                             if game.board.is_legal(game.to_play, from_gtp(v, 19)))
+                session.handle({"type": "click", "point": point})
+                await until(lambda n=number: session.live.game.move_number >= 2 * n
+                            and session.waiting_human)
+            session.handle({"type": "resign"})
+            await until(lambda: bool(session.saved))
+            nursery.cancel_scope.cancel()
+    (saved,) = session.saved
+    build([saved.parent], tmp_path / "dataset", BuildOptions(dedup=False))
+    export(tmp_path / "dataset", tmp_path / "export", ExportOptions(format="jsonl"))
+    asked = {}
+    for line in log.read_text().splitlines():
+        request = json.loads(line)
+        asked.setdefault(request["image_sha256"], set()).add(request["prompt"])
+    seat_positions = 0
+    for data in sorted((tmp_path / "export" / "data").glob("*.jsonl")):
+        for line in data.read_text().splitlines():
+            sample = json.loads(line)
+            if sample["to_play"] != 2:  # the human's positions: nobody was asked
+                continue
+            seat_positions += 1
+            png = (tmp_path / "export" / sample["images"][0]).read_bytes()
+            text = sample["messages"][0]["content"].removeprefix("<image>")
+            expected = processor.apply_chat_template(
+                [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}],
+                add_generation_prompt=True, tokenize=False)
+            assert expected in asked.get(hashlib.sha256(png).hexdigest(), set()), sample["sgf"]
+    assert seat_positions == 3 and len(asked) == 3

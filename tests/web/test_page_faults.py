@@ -43,13 +43,6 @@ def page_socket(url: str, origin: str | None = "own"):
 
 # -- item 5: cutting a page that never reads touches no other descriptor -------------------
 
-@pytest.fixture
-def autojump_clock() -> trio.testing.MockClock:
-    """Virtual time that jumps when the loop has been idle 10 ms: a send that never
-    completes is idle, so the page's 5 s deadline comes at once."""
-    return trio.testing.MockClock(autojump_threshold=0.01)
-
-
 async def stalled_page(host: str) -> trio.SocketStream:
     """A page that opens the socket, reads the handshake's answer and never reads again."""
     import wsproto
@@ -68,7 +61,7 @@ async def stalled_page(host: str) -> trio.SocketStream:
 
 
 async def test_pages_that_never_read_are_cut_and_no_other_descriptor_is_touched(
-        tmp_path, autojump_clock):
+        tmp_path, idle_clock):
     """`_cut` used to duplicate every descriptor of the process and leak the duplicates of
     those that were no sockets: 10 such pages took `go19 play` from 22 descriptors to
     1,020 in 2 s, and then no page could connect."""

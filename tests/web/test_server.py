@@ -193,15 +193,8 @@ async def test_the_watch_page_refuses_a_foreign_host_header(tmp_path):
 
 # -- a page that stopped reading cannot hold a game, or the server's end --------------------
 
-@pytest.fixture
-def slow_clock() -> trio.testing.MockClock:
-    """Virtual time that jumps when the loop has been idle 10 ms: a send that never
-    completes is idle, so the page's 5 s deadline comes at once."""
-    return trio.testing.MockClock(autojump_threshold=0.01)
-
-
 async def test_a_page_that_never_reads_cannot_keep_the_server_from_stopping(tmp_path,
-                                                                            slow_clock):
+                                                                            idle_clock):
     """Hypercorn writes under a shielded cancel scope: a page that stopped reading used to
     keep its task, and with it the server's end (and collect's exit), waiting for ever."""
     import wsproto

@@ -20,6 +20,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import torch
+from peft.tuners.lora import Linear as LoraLinear
 from PIL import Image
 from transformers import BatchFeature, GenerationConfig, LogitsProcessorList
 
@@ -124,6 +125,10 @@ class BatchRunner:
                 shared.append(i)
             else:
                 alone.setdefault(adapter, []).append(i)
+        # A shared call's rows grouped by adapter: each adapter's rows are then one slice
+        # of the batch in every LoRA layer (see _row_adapters), not a gather and a scatter.
+        names = dict(rows)
+        shared.sort(key=lambda i: names[i])
         return [group for group in (shared, *alone.values()) if group]
 
     def _chat_text(self, job: Job) -> str:
@@ -217,23 +222,59 @@ class BatchRunner:
 
 @contextmanager
 def _row_adapters(loaded: Loaded, names: list[str]) -> Iterator[None]:
-    per_row = [name if name != BASE else "__base__" for name in names]
+    """Each row through its own adapter in the language model's LoRA layers (rows grouped
+    by adapter: each group is one slice), ``__base__`` for the image patches elsewhere.
+    In the language model a layer's forward is peft's vanilla-LoRA mixed-batch sum,
+    ``base(x) + B(A(x[rows])) * scaling`` per adapter, on slices rather than peft's
+    per-call Python index lists (38 % of ``generate`` at 16 rows on the tiny model)."""
+    groups: list[tuple[str, slice]] = []
+    for k, name in enumerate(names):
+        if groups and groups[-1][0] == name:
+            groups[-1] = (name, slice(groups[-1][1].start, k + 1))
+        else:
+            groups.append((name, slice(k, k + 1)))
     handles = []
+    replaced = []
 
-    def language(_module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        kwargs["adapter_names"] = per_row
-        return args, kwargs
+    def sliced(layer: Any) -> Any:
+        def forward(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            result = layer.base_layer(x, *args, **kwargs)
+            for name, rows in groups:
+                if name == BASE or name not in layer.lora_A:
+                    continue
+                sub = x[rows].to(layer.lora_A[name].weight.dtype)
+                out = layer.lora_B[name](layer.lora_A[name](layer.lora_dropout[name](sub)))
+                result[rows] += (out * layer.scaling[name]).to(result.dtype)
+            return result
+        return forward
 
     def elsewhere(_module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         kwargs["adapter_names"] = ["__base__"] * args[0].shape[0]
         return args, kwargs
 
+    def plain(layer: Any) -> bool:
+        """A vanilla LoRA Linear (no DoRA or other variant: those are not mixable)."""
+        return (isinstance(layer, LoraLinear) and not getattr(layer, "lora_variant", {})
+                and not any(layer.use_dora.values()))
+
+    ordered = [name for name, _ in groups]
+    grouped = len(ordered) == len(set(ordered))  # else peft's own per-row lists
     try:
         for layer, in_language in loaded.lora_layers:
-            handles.append(layer.register_forward_pre_hook(
-                language if in_language else elsewhere, with_kwargs=True))
+            if in_language and grouped and plain(layer):
+                layer.forward = sliced(layer)
+                replaced.append(layer)
+            elif in_language:
+                per_row = [name if name != BASE else "__base__" for name in names]
+                handles.append(layer.register_forward_pre_hook(
+                    lambda _m, args, kwargs, per_row=per_row: (
+                        args, {**kwargs, "adapter_names": per_row}), with_kwargs=True))
+            else:
+                handles.append(layer.register_forward_pre_hook(elsewhere, with_kwargs=True))
         yield
     finally:
+        for layer in replaced:
+            del layer.forward  # the class's forward again
         for handle in handles:
             handle.remove()
 

