@@ -158,10 +158,3 @@ class SgfGame:
         if match is None:
             return 0
         return BLACK if match.group(1).upper() == "B" else WHITE
-
-    def to_bytes(self) -> bytes:
-        from orchestrator.sgf.writer import write_sgf  # the writer imports this module
-
-        return write_sgf(self)
-
-
