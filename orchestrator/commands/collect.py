@@ -20,7 +20,7 @@ from orchestrator.collect.run import (
     collect,
 )
 from orchestrator.collect.standings import games_named, stop_reason
-from orchestrator.commands import add_katago_timeout, positive_int
+from orchestrator.commands import SUMMARIES, add_katago_timeout, positive_int
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
 
@@ -52,7 +52,7 @@ examples:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "collect",
-        help="play refereed games between the players of a matchup and record them",
+        help=SUMMARIES["collect"],
         description="Play N finished games between the players of a matchup file, refereed "
         "under area scoring with positional superko; record every game as SGF plus one line "
         "in games.jsonl under recordings/<run>/, then write a report. Every GO19 replica is "

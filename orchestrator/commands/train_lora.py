@@ -7,14 +7,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import examples
+from orchestrator.commands import SUMMARIES, examples
 from orchestrator.commands.serve_hf import extra_problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train-lora",
-        help="train a LoRA adapter with TRL's SFTTrainer on a `go19 dataset export`",
+        help=SUMMARIES["train-lora"],
         description="Train a LoRA adapter (the language model's projections) on an SFT "
         "export's samples with TRL's SFTTrainer, on the CPU, and save it in OUT: "
         "`go19 serve --engine hf --adapter NAME=OUT` serves it. Needs the vlm extra and "
