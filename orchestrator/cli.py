@@ -16,6 +16,7 @@ from typing import Any
 from orchestrator import __version__
 from orchestrator.commands import (
     HelpFormatter,
+    adjudicate,
     collect,
     dataset,
     examples,
@@ -42,6 +43,7 @@ COMMANDS = (
     dataset,
     label,
     review,
+    adjudicate,
     serve,
     ping,
     play,
