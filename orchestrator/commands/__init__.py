@@ -130,6 +130,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ('dataset', 'dataset'),
     ('label', 'label'),
     ('review', 'review'),
+    ('adjudicate', 'adjudicate'),
     ('serve', 'serve'),
     ('ping', 'ping'),
     ('play', 'play'),
@@ -137,6 +138,10 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ('train-lora', 'train_lora'),
 )
 SUMMARIES: Mapping[str, str] = {
+    'adjudicate': (
+        "choose a resign threshold from labelled runs: Leela Zero's table of "
+        "incorrect / correct / no resign and moves saved, no new games"
+    ),
     'collect': 'play refereed games between the players of a matchup and record them',
     'report': 'write report.md, report.json and report.html from recorded runs',
     'gate': (
