@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # go19 alone (no extra): what the demo runs. The test install includes it.
 DEMO_STAMP := $(VENV)/.demo
 
-.PHONY: test test-faults test-fuzz demo bench lint katago vllm clean
+.PHONY: test test-faults test-fuzz demo demo-vlm bench lint katago vllm clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,19 @@ test-fuzz: $(STAMP)
 
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/go19 collect --matchup matchups/demo.toml --games 20 --next-steps
+
+# The model side on a tiny model (scripts/demo_vlm.py): tiny Qwen2.5-VL, heuristic games,
+# two LoRA adapters (TRL), served by `go19 serve --engine hf`, games between them reviewed
+# by the CPU KataGo (skipped, with one line, when `make katago` cannot prepare it).
+VLM_STAMP := $(VENV)/.vlm
+$(VLM_STAMP): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q torch==2.14.1 torchvision==0.29.1
+	$(PY) -m pip install -q -e '.[vlm]'
+	touch $(VLM_STAMP)
+
+demo-vlm: $(VLM_STAMP)
+	-@$(MAKE) --no-print-directory katago || echo "demo-vlm: KataGo could not be prepared; the review step will be skipped"
+	$(PY) scripts/demo_vlm.py
 
 bench: $(STAMP)
 	@set -e; for f in bench/*.py; do echo "== $$f"; $(PY) $$f; done

@@ -40,7 +40,7 @@ from orchestrator.dataset.shards import ShardWriter  # noqa: E402
 from orchestrator.dataset.sources import find_sgf_files  # noqa: E402
 from orchestrator.files import read_sgf_file  # noqa: E402
 from orchestrator.positions import fastreplay  # noqa: E402
-from orchestrator.positions.samples import _positions  # noqa: E402
+from orchestrator.positions.rows import replay_rows  # noqa: E402
 from orchestrator.rules.replay import replay_positions  # noqa: E402
 from orchestrator.sgf import SgfError, read_games, write_sgf  # noqa: E402
 
@@ -112,7 +112,7 @@ def breakdown(paths: list[Path]) -> None:
     kept = []
     for game in games:
         try:
-            kept.append(_positions(game))
+            kept.append(replay_rows(game))
         except SgfError:
             pass
     extract = cpu_seconds() - start - replay

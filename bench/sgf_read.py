@@ -6,9 +6,9 @@ Every file is loaded into memory first; then, best of ROUNDS rounds, one core
 - sgfmill (reference): ``Sgf_game.from_bytes`` plus the main line's moves;
 - go19 ``read_games`` alone, then ``read_games`` + ``replay_positions`` (the
   dataset build's loop: parse, then every position under the rules);
-- the same on the corpus as go19 writes it (``SgfGame.to_bytes``), which is
+- the same on the corpus as go19 writes it (``write_sgf``), which is
   what the dataset build reads;
-- ``SgfGame.to_bytes`` itself.
+- ``write_sgf`` itself.
 
 Run: ``.venv/bin/python bench/sgf_read.py``.
 """
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orchestrator.rules.replay import replay_positions  # noqa: E402
-from orchestrator.sgf import SgfError, read_games  # noqa: E402
+from orchestrator.sgf import SgfError, read_games, write_sgf  # noqa: E402
 
 REAL_SGF = (REPO / ".." / "shared" / "sgf" / "real").resolve()
 ROUNDS = 5
@@ -84,7 +84,7 @@ def main() -> int:
         return 0
     files = [p.read_bytes() for p in sorted(REAL_SGF.rglob("*")) if p.suffix.lower() == ".sgf"]
     games = [g for data in files for g in _readable(data)]
-    written = [g.to_bytes() for g in games]
+    written = [write_sgf(g) for g in games]
     moves = sum(len(g.moves) for g in games)
     print(f"{len(files)} files, {len(games)} readable games, {moves} moves "
           f"({moves / len(games):.0f} per game); best of {ROUNDS} rounds, one core")
@@ -102,9 +102,9 @@ def main() -> int:
     for _ in range(ROUNDS):
         start = time.process_time()
         for game in games:
-            game.to_bytes()
+            write_sgf(game)
         best = min(best, time.process_time() - start)
-    print(f"{'go19 SgfGame.to_bytes':<38} {len(games) / best:>8,.0f} games/s")
+    print(f"{'go19 write_sgf':<38} {len(games) / best:>8,.0f} games/s")
     return 0
 
 

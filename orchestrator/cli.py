@@ -9,44 +9,17 @@ it works.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import Any
 
 from orchestrator import __version__
-from orchestrator.commands import (
-    HelpFormatter,
-    collect,
-    dataset,
-    examples,
-    gate,
-    label,
-    ping,
-    play,
-    replay,
-    report,
-    review,
-    serve,
-    tiny_model,
-)
+from orchestrator.commands import COMMANDS, SUMMARIES, HelpFormatter, examples
 
-# `go19 --help` lists them in this order: the workflow first (collect games, report on
-# them, gate a candidate on them, check SGF files, build a dataset, label it, review move
-# quality), then the tools around it. A new command goes where it fits the workflow; a web
-# UI to play in goes after `ping`.
-COMMANDS = (
-    collect,
-    report,
-    gate,
-    replay,
-    dataset,
-    label,
-    review,
-    serve,
-    ping,
-    play,
-    tiny_model,
-)
+# `go19 --help` lists the commands in `COMMANDS`' order: the workflow first (collect games,
+# report on them, gate a candidate on them, check SGF files, build a dataset, label it,
+# review move quality), then the tools around it. A new command goes where it fits.
 
 
 class Parser(argparse.ArgumentParser):
@@ -58,7 +31,9 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(running: str | None = None) -> argparse.ArgumentParser:
+    """The parser with the real parser of the command ``running`` (None: every command's,
+    for the docs and tests that read them all)."""
     parser = Parser(
         prog="go19",
         description="Collect, referee, rate and turn into datasets games between Go players "
@@ -71,9 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"go19 {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in COMMANDS:
-        command.register(subparsers)
+    for name, module in COMMANDS:
+        if running is None or name == running:
+            importlib.import_module(f"orchestrator.commands.{module}").register(subparsers)
+        else:  # listed with its line, its module not imported (only `--help` reads it)
+            subparsers.add_parser(name, help=SUMMARIES[name])
     return parser
+
+
+def _running(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def _interrupted(error: BaseException) -> bool:
@@ -84,7 +67,8 @@ def _interrupted(error: BaseException) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(_running(words) or "").parse_args(words)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:

@@ -264,6 +264,14 @@ class ReviewQueueFull(Event):
     size: int
 
 
+class AdjudicationOff(Event):
+    """KataGo's adjudication stops for game ``game`` (it lags past the move deadline, or
+    is gone): the game goes on and ends as played, said once."""
+
+    game: int
+    reason: str
+
+
 class ReviewEngineDied(Event):
     """A KataGo of the review died (``error``) and is restarted: ``deaths`` in a row of
     ``max_restarts``."""

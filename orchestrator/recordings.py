@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import get_args
+from typing import Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -161,7 +161,36 @@ class ReplyNote(_Part):
 
 # Fields a record writes only when they say something: a run without model players
 # writes its lines as before.
-_OPTIONAL = ("tokens", "replies")
+class Resignation(_Part):
+    """Where KataGo's win rate resigned a side (or, in a holdout game, would have): the
+    side, the move after which its ``resign_turns``-th low turn came, its win rate there."""
+
+    color: Literal["B", "W"]
+    move: int = Field(ge=0)
+    winrate: float
+    threshold: float
+    turns: int = Field(ge=1)
+
+
+class Adjudication(_Part):
+    """What adjudication did in one game (docs/adjudication.md): resigned a side, or held
+    the game out and noted where it would have resigned and whether that side lost; at the
+    end of play, the plain area count beside the count without KataGo's dead stones (the
+    result is the adjudicated one; ``flipped`` when the winners differ); ``off`` says why
+    adjudication stopped partway (KataGo lagging or gone), once."""
+
+    resign: Resignation | None = None
+    holdout: bool = False
+    would_resign: Resignation | None = None
+    false_resign: bool | None = None
+    area_result: str | None = None
+    adjudicated_result: str | None = None
+    dead_stones: int | None = None
+    flipped: bool = False
+    off: str | None = None
+
+
+_OPTIONAL = ("tokens", "replies", "adjudication")
 
 
 class JournalRecord(_Part):
@@ -192,6 +221,7 @@ class JournalRecord(_Part):
     latency_ms: dict[str, LatencySummary] = Field(default_factory=dict)
     tokens: dict[str, TokenCounts] = Field(default_factory=dict)
     replies: dict[str, list[ReplyNote]] = Field(default_factory=dict)
+    adjudication: Adjudication | None = None
     started: str = ""
     finished: str = ""
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import trio
 
+from orchestrator.collect.adjudicator import Adjudicator
 from orchestrator.collect.matchup import Matchup
 from orchestrator.collect.players import PlayerHandle
 from orchestrator.collect.recorder import Recorder, RecordingError
@@ -69,8 +70,10 @@ def referee_settings(matchup: Matchup) -> RefereeSettings:
 
 class Collector:
     def __init__(self, matchup: Matchup, run_dir: Path, schedule: Schedule, state: RunState,
-                 players: Mapping[str, PlayerHandle], recorder: Recorder) -> None:
+                 players: Mapping[str, PlayerHandle], recorder: Recorder,
+                 adjudicator: Adjudicator | None = None) -> None:
         self.matchup = matchup
+        self.adjudicator = adjudicator
         self.run_dir = run_dir
         self.schedule = schedule
         self.settings = referee_settings(matchup)
@@ -220,6 +223,8 @@ class Collector:
                     live=live,
                     ready=lambda name: self._ready(name, live),
                     on_event=self.state.emit,
+                    judge=None if self.adjudicator is None else self.adjudicator.judge(
+                        number, spec.slot, self.settings.size),
                 )
             except BaseException:
                 # Cancelled, or a group holding it (a connect in progress has a nursery).

@@ -215,6 +215,25 @@ class Stop(_Strict):
     gate: Gate | None = None
 
 
+class Adjudicate(_Strict):
+    """End decided games by KataGo's win rate and score dead stones by its ownership
+    (docs/adjudication.md); KataGo is the one ``--katago/--model/--config`` name."""
+
+    resign_winrate: float = Field(0.05, gt=0, lt=0.5)
+    resign_turns: int = Field(3, ge=1, description="consecutive own turns below the threshold")
+    resign_min_move: int | None = Field(
+        None, ge=0, description="no resignation before this move (default 1 + area/5)")
+    holdout: float = Field(0.1, ge=0, le=1, description="share of games that never resign")
+    dead_stones: Literal["katago", "none"] = "katago"
+    visits: int = Field(1, ge=1, description="KataGo's visits per position of a game")
+    dead_visits: int = Field(100, ge=1, description="visits of the final position's ownership")
+    timeout: float = Field(60.0, gt=0, description="seconds per visit KataGo may stay silent")
+
+    def min_move(self, size: int) -> int:
+        return self.resign_min_move if self.resign_min_move is not None \
+            else 1 + size * size // 5
+
+
 class Run(_Strict):
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$")
     games: int | None = Field(None, ge=1)
@@ -229,6 +248,7 @@ class Matchup(_Strict):
     fallback: Fallback = Fallback()
     openings: Openings = Openings()
     stop: Stop = Stop()
+    adjudicate: Adjudicate | None = None
 
     @field_validator("players")
     @classmethod

@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import trio
@@ -31,6 +32,7 @@ from orchestrator.players.base import RESIGN, Player, PlayerError
 from orchestrator.players.heuristic import HeuristicChooser
 from orchestrator.recordings import (
     WINNER_NAMES,
+    Adjudication,
     GameRecord,
     JournalRecord,
     LatencySummary,
@@ -45,6 +47,9 @@ from orchestrator.recordings import (
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 from orchestrator.rules.scoring import result_string
+
+if TYPE_CHECKING:
+    from orchestrator.collect.adjudicator import GameJudge
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,7 @@ class RefereedGame:
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)
     started: float = 0.0
     finished: float = 0.0
+    adjudication: Adjudication | None = None  # with [adjudicate]
 
     @property
     def void(self) -> bool:
@@ -168,6 +174,7 @@ class RefereedGame:
             latency_ms={n: latency_summary(self.latencies_ms.get(n, [])) for n in names},
             tokens=tokens,
             replies=replies,
+            adjudication=self.adjudication,
             started=iso(self.started),
             finished=iso(self.finished),
         )
@@ -293,8 +300,9 @@ class _Referee:
     def __init__(self, spec: GameSpec, number: int, players: Mapping[str, Player],
                  settings: RefereeSettings, seed: int, live: LiveGame | None,
                  ready: Callable[[str], Awaitable[None]] | None = None,
-                 on_event: OnEvent | None = None) -> None:
+                 on_event: OnEvent | None = None, judge: GameJudge | None = None) -> None:
         self.spec, self.number, self.players, self.settings = spec, number, players, settings
+        self.judge = judge
         self.live = live
         self.ready = ready
         self.on_event = on_event
@@ -388,13 +396,28 @@ class _Referee:
             self.moves.append(move)
             self._emit(MovePlayed(self.number, len(self.moves), self.names[color], move))
             self.last_move = None if move.point == PASS else move.point
+            if self.judge is not None and _end_of_play(self.game, self.settings) is None:
+                resigned = await self.judge.after_move(self.game, self.settings.move_timeout_s)
+                if resigned is not None:
+                    reason = "resign"
+                    winner = WHITE if resigned.color == "B" else BLACK
+                    self.judge.record = self.judge.record.model_copy(
+                        update={"resign": resigned})
+                    break
         result, winner, score = _result(self.game, reason, winner)
+        adjudication = None
+        if self.judge is not None and reason != "void":
+            adjudication, margin = await self.judge.final(self.game, reason)
+            if margin is not None:  # KataGo's dead stones lifted: the adjudicated result
+                result, score = result_string(margin), margin
+                winner = BLACK if margin > 0 else WHITE if margin < 0 else 0
+            adjudication = self.judge.lost(adjudication, winner)
         settings = self.settings
         return RefereedGame(
             spec=self.spec, number=self.number, size=settings.size, komi=settings.komi,
             moves=self.moves, reason=reason, result=result, winner=winner, score=score,
             fallbacks=self.fallbacks, latencies_ms=self.latencies,
-            started=started, finished=time.time(),
+            started=started, finished=time.time(), adjudication=adjudication,
         )
 
 
@@ -408,9 +431,12 @@ async def play_game(
     live: LiveGame | None = None,
     ready: Callable[[str], Awaitable[None]] | None = None,
     on_event: OnEvent | None = None,
+    judge: GameJudge | None = None,
 ) -> RefereedGame:
     """Play one game to its end; ``started``/``finished`` are wall-clock stamps for the record.
     ``ready(name)``, when given, is awaited before each request to a player, outside the
     move's deadline (the run pauses games there while that player is down). ``on_event``
-    hears every move, fallback and misbehaving player (:mod:`orchestrator.events`)."""
-    return await _Referee(spec, number, players, settings, seed, live, ready, on_event).play()
+    hears every move, fallback and misbehaving player (:mod:`orchestrator.events`);
+    ``judge`` adjudicates the game with KataGo (:mod:`orchestrator.collect.adjudicator`)."""
+    return await _Referee(spec, number, players, settings, seed, live, ready, on_event,
+                          judge).play()

@@ -18,13 +18,15 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import trio
 
 from orchestrator import __version__
+from orchestrator.collect.adjudicator import Adjudicator
 from orchestrator.collect.audit import ServingAuditFailed, audit_servers
 from orchestrator.collect.collector import Collector
 from orchestrator.collect.matchup import Matchup, load_matchup, run_name
@@ -46,7 +48,9 @@ from orchestrator.collect.recorder import (
 from orchestrator.collect.review import LiveReview, ReviewError
 from orchestrator.collect.schedule import OpeningError, Schedule
 from orchestrator.collect.state import RunState
-from orchestrator.events import OnEvent, RunContinued, RunResumed
+from orchestrator.events import AdjudicationOff, OnEvent, RunContinued, RunResumed
+from orchestrator.label.engine import KataGoDied
+from orchestrator.label.run import EngineFiles
 from orchestrator.recordings import SGF_GLOB, VOID_DIR, JournalRecord, read_journal, read_run_file
 
 # What runs beside the games and shows them (the dashboard, the plain log's standings,
@@ -80,6 +84,8 @@ class CollectOptions:
     dashboard: bool = True
     wait_endpoints_s: float = 0.0
     strict_audit: bool = False  # a serving audit finding stops the run (exit 3)
+    # KataGo for [adjudicate] (--katago/--model/--config or `make katago`'s), or why none.
+    katago: EngineFiles | str | None = None
 
 
 @dataclass
@@ -202,6 +208,40 @@ def _restore(state: RunState, records: list[JournalRecord]) -> None:
     state.done_at_start = state.done
 
 
+@asynccontextmanager
+async def _adjudication(matchup: Matchup, options: CollectOptions, run_dir: Path,
+                        state: RunState, resumed: bool,
+                        say: Callable[[str], None]) -> AsyncIterator[Adjudicator | None]:
+    """The run's adjudicating KataGo, started before any game (one that does not start is
+    a preflight failure, exit 3), or None without ``[adjudicate]``."""
+    settings = matchup.adjudicate
+    if settings is None:
+        yield None
+        return
+    files = options.katago
+    if not isinstance(files, EngineFiles):
+        if not resumed:
+            _remove_new_run_dir(run_dir)
+        raise CollectError(f"[adjudicate]: {files or 'no KataGo given'}")
+    adjudicator = Adjudicator(settings, files.config, matchup.run.seed,
+                              lambda game, why: state.emit(AdjudicationOff(game, why)))
+    started = False
+    try:
+        async with adjudicator.open(files.binary, files.model, files.config,
+                                    run_dir / "logs" / "adjudicate-katago.log"):
+            started = True
+            say(f"● OK      adjudicate: KataGo {adjudicator.version} ({files.model.name}), "
+                f"{adjudicator.perspective.lower()} view")
+            yield adjudicator
+    except KataGoDied as exc:
+        if started:  # the engine's own death never raises: this is not ours to turn
+            raise
+        say(f"● FAILED  adjudicate: KataGo did not start: {exc}")
+        if not resumed:
+            _remove_new_run_dir(run_dir)
+        raise PlayersUnreachable(f"[adjudicate]: KataGo did not start: {exc}") from None
+
+
 async def collect(
     options: CollectOptions,
     on_event: OnEvent | None = None,
@@ -257,7 +297,8 @@ async def collect(
     review_failed: str | None = None
     # The wait for the review once the games are over; any Ctrl-C ends it (or skips it).
     review_wait = trio.CancelScope()
-    async with trio.open_nursery() as outer:
+    async with _adjudication(matchup, options, run_dir, state, resumed,
+                             preflight_log) as adjudicator, trio.open_nursery() as outer:
         try:  # KataGo before any game: one that does not start is a preflight failure
             if review is not None:
                 await outer.start(review.run, preflight_log)
@@ -267,7 +308,8 @@ async def collect(
             players = await open_players(matchup, outer, run_dir / "logs", on_event=state.emit)
             # The players' metadata names the embedded servers' ports: known only now.
             recorder = Recorder(run_dir, {name: h.meta for name, h in players.items()})
-            collector = Collector(matchup, run_dir, schedule, state, players, recorder)
+            collector = Collector(matchup, run_dir, schedule, state, players, recorder,
+                                  adjudicator)
             if view is not None:
                 outer.start_soon(view, collector)
             with trio.CancelScope() as games_scope:

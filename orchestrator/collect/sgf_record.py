@@ -12,6 +12,7 @@ from orchestrator.color import BLACK, WHITE
 from orchestrator.move_record import MoveRecord, Origin, ReplyDetails
 from orchestrator.recordings import RECORD_PROP, GameRecord
 from orchestrator.sgf import (
+    ADJ_PROP,
     BLACK_PLAYER_PROP,
     END_PROP,
     GAME_PROP,
@@ -73,6 +74,10 @@ def game_sgf(game: GameRecord, version: str) -> bytes:
     }
     if record.void:
         extra[VOID_PROP] = "1"
+    if record.adjudication is not None:
+        extra[ADJ_PROP] = json.dumps(record.adjudication.model_dump(mode="json",
+                                                                    exclude_defaults=True),
+                                     separators=(",", ":"))
     sgf = SgfGame(
         size=record.size,
         komi=record.komi,

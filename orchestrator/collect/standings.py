@@ -22,6 +22,7 @@ from rich.text import Text
 
 from orchestrator.collect.stopping import HeadToHead, head_to_head_live
 from orchestrator.events import (
+    AdjudicationOff,
     Event,
     Fallback,
     GameNotReviewed,
@@ -77,6 +78,7 @@ _LINES: dict[type[Event], str | None] = {
     GameNotReviewed: "review: game {game} not labelled ({reason}); the review goes on",
     ReviewQueueFull: "review: its queue holds {size} games, game {game} is left unlabelled "
                      "(`collect --resume RUN_DIR --review` labels it)",
+    AdjudicationOff: "game {game}: no adjudication ({reason}); it is played out",
     ReviewEngineDied: "review: KataGo {engine} died ({error}); restarting "
                       "({deaths}/{max_restarts})",
 }

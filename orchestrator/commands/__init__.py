@@ -117,3 +117,45 @@ def add_katago_timeout(parser: argparse.ArgumentParser | argparse._ArgumentGroup
         f"its start {START_FACTOR} x S); silent longer, it is taken for hung and restarted, "
         f"as a dying one is (default {DEFAULT_TIMEOUT:g}: the CPU KataGo answers about a "
         "position a second at one visit)")
+
+
+# Each subcommand: its name, its module under orchestrator/commands/, its one line in
+# `go19 --help`. Here, not in the modules, so that `go19 --help` and a mistyped command import
+# none of them (cli.py imports only the module of the command that runs).
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ('collect', 'collect'),
+    ('report', 'report'),
+    ('gate', 'gate'),
+    ('replay', 'replay'),
+    ('dataset', 'dataset'),
+    ('label', 'label'),
+    ('review', 'review'),
+    ('serve', 'serve'),
+    ('ping', 'ping'),
+    ('play', 'play'),
+    ('tiny-model', 'tiny_model'),
+    ('train-lora', 'train_lora'),
+)
+SUMMARIES: Mapping[str, str] = {
+    'collect': 'play refereed games between the players of a matchup and record them',
+    'report': 'write report.md, report.json and report.html from recorded runs',
+    'gate': (
+        "accept or reject a candidate over its baseline (SPRT over colour-swapped pairs):"
+        " one line, gate.json, exit 0/1/5"
+    ),
+    'replay': "check SGF files: replay each main line under go19's rules",
+    'dataset': 'build training samples from SGF files, check them, export them for a trainer',
+    'label': 'KataGo labels (policy, best move, winrate, score) for every position',
+    'review': (
+        "KataGo's point loss per move and per player: label a run, report its move "
+        "quality"
+    ),
+    'serve': 'serve a move engine over the GO19 protocol',
+    'ping': (
+        "check GO19 endpoints with one PING each, OpenAI-compatible servers with one "
+        "model list"
+    ),
+    'play': 'play and watch games in the browser (human, heuristic AI, GO19 servers)',
+    'tiny-model': 'make a tiny random Qwen2.5-VL (about 117 k parameters) to try the model side',
+    'train-lora': "train a LoRA adapter with TRL's SFTTrainer on a `go19 dataset export`",
+}

@@ -20,11 +20,12 @@ from orchestrator.collect.run import (
     collect,
 )
 from orchestrator.collect.standings import games_named, stop_reason
-from orchestrator.commands import add_katago_timeout, positive_int
+from orchestrator.commands import SUMMARIES, add_katago_timeout, positive_int
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
 
 if TYPE_CHECKING:
+    from orchestrator.label.run import EngineFiles
     from orchestrator.report.model import Report
 
 EXIT_CODES = """\
@@ -51,7 +52,7 @@ examples:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "collect",
-        help="play refereed games between the players of a matchup and record them",
+        help=SUMMARIES["collect"],
         description="Play N finished games between the players of a matchup file, refereed "
         "under area scoring with positional superko; record every game as SGF plus one line "
         "in games.jsonl under recordings/<run>/, then write a report. Every GO19 replica is "
@@ -122,7 +123,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for option, what in (("--katago", "binary"), ("--model", "net"),
                          ("--config", "analysis config")):
         review.add_argument(option, type=Path, metavar="FILE",
-                            help=f"KataGo {what} (default: the one `make katago` prepared)")
+                            help=f"KataGo {what} of --review and [adjudicate] (default: the one "
+                            "`make katago` prepared)")
     add_katago_timeout(review)
     parser.add_argument(
         "--web-allow-host", action="append", default=[], metavar="NAME",
@@ -149,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
         wait_endpoints_s=args.wait_endpoints,
         strict_audit=args.strict_audit,
+        katago=_katago(args),
     )
     from orchestrator.collect.dashboard import Dashboard
     from orchestrator.collect.standings import PlainLog, plain_log
@@ -245,6 +248,18 @@ def next_steps(run_dir: Path, report: Path | None) -> str:
         f"exports/{name}-dpo",
     ]
     return "\n".join(lines)
+
+
+def _katago(args: argparse.Namespace) -> EngineFiles | str:
+    """The KataGo of ``[adjudicate]`` (the one --review takes), or why there is none."""
+    from orchestrator.commands.label import engine_files
+    from orchestrator.label.store import LabelError
+
+    try:
+        return engine_files(argparse.Namespace(katago=args.katago, model=args.model,
+                                                config=args.config, out=Path(".")))
+    except LabelError as exc:
+        return str(exc)
 
 
 def _review(args: argparse.Namespace) -> LiveReview | None | int:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from orchestrator.commands import (
+    SUMMARIES,
     add_max_file_mib,
     count_int,
     dataset_ray,
@@ -37,7 +38,7 @@ from orchestrator.words import plural
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "dataset",
-        help="build training samples from SGF files, check them, export them for a trainer",
+        help=SUMMARIES["dataset"],
         description="Turn recordings and SGF corpora into per-move training samples "
         "(sharded .npz + manifest.json), check a built dataset against its sources, and "
         "export it as a VLM trainer reads it: SFT samples (parquet, jsonl) or DPO preference "

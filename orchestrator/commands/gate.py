@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.collect.gate import GATE_FILE, GateError, GateSettings, decide, write_gate_json
-from orchestrator.commands import count_int, examples
+from orchestrator.commands import SUMMARIES, count_int, examples
 
 EXIT = {"accept": 0, "reject": 1, "undecided": 5}
 EXIT_INPUT = 2
@@ -38,8 +38,7 @@ def _probability(text: str) -> float:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "gate",
-        help="accept or reject a candidate over its baseline (SPRT over colour-swapped "
-        "pairs): one line, gate.json, exit 0/1/5",
+        help=SUMMARIES["gate"],
         description="Decide whether the candidate is promoted over the other player of the "
         "runs' pairing, as collect's [stop] gate does: a GSPRT over colour-swapped pairs "
         "(pentanomial), counted pair by pair in schedule order, never in the order games "

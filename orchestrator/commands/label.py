@@ -14,6 +14,7 @@ import trio
 
 import orchestrator
 from orchestrator.commands import (
+    SUMMARIES,
     add_katago_timeout,
     count_int,
     examples,
@@ -36,7 +37,7 @@ T = TypeVar("T")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "label",
-        help="KataGo labels (policy, best move, winrate, score) for every position",
+        help=SUMMARIES["label"],
         description="Ask KataGo's analysis engine about every position of every game the "
         "dataset build would read (19x19 games that replay legally; void games skipped) "
         "and write .npz shards plus labels.json (docs/labels.md). Without --katago/--model/"

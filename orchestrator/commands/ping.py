@@ -11,7 +11,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from orchestrator.commands import examples
+from orchestrator.commands import SUMMARIES, examples
 from orchestrator.players.address import (
     AddressError,
     BaseUrl,
@@ -40,8 +40,7 @@ def parse_address(text: str) -> Endpoint:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "ping",
-        help="check GO19 endpoints with one PING each, OpenAI-compatible servers with one "
-        "model list",
+        help=SUMMARIES["ping"],
         description="Connect to each GO19 endpoint, send PING and wait for PONG; ask each "
         "OpenAI-compatible base URL (http://host:port/v1) for its models. Prints "
         "'● OK host:port (NN ms)' or '● FAILED host:port: reason (NN ms)'; a base URL without "

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import trio
 
+from orchestrator.commands import SUMMARIES
 from orchestrator.players.address import AddressError, check_host
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "play",
-        help="play and watch games in the browser (human, heuristic AI, GO19 servers)",
+        help=SUMMARIES["play"],
         description="Serve one page for playing Go in the browser: human vs human, human vs "
         "AI, AI vs VLM, human vs VLM and VLM vs VLM (GO19 servers), with the live estimate, "
         "connection checks and training mode (finished games saved as SGF under "

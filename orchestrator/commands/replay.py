@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.commands import add_max_file_mib, max_file_bytes
+from orchestrator.commands import SUMMARIES, add_max_file_mib, max_file_bytes
 from orchestrator.files import MAX_SGF_BYTES, read_sgf_file
 from orchestrator.rules.replay import replay
 from orchestrator.sgf import SgfError, SgfGame
@@ -25,7 +25,7 @@ from orchestrator.words import plural
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "replay",
-        help="check SGF files: replay each main line under go19's rules",
+        help=SUMMARIES["replay"],
         description="Read SGF files (folders are searched recursively for *.sgf), replay "
         "every game's main line under area rules with positional superko and print one "
         "line per game: ok with its move count and result, or the reason it was rejected. "

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from orchestrator.commands import examples
+from orchestrator.commands import SUMMARIES, examples
 from orchestrator.report.build import ReportError, default_out, write_report
 
 
@@ -25,7 +25,7 @@ def parse_anchor(text: str) -> tuple[str, float]:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report",
-        help="write report.md, report.json and report.html from recorded runs",
+        help=SUMMARIES["report"],
         description="Rebuild a report from run folders (SGFs + games.jsonl): results, Elo "
         "with intervals, LOS, SPRT, ratings, game lengths, terminations, fallback rates and "
         "latency. Several folders are combined; folders that are not runs are skipped.",

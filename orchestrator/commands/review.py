@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import examples, label, label_ray
+from orchestrator.commands import SUMMARIES, examples, label, label_ray
 from orchestrator.commands.report import parse_anchor
 from orchestrator.label.store import MANIFEST
 from orchestrator.recordings import RunName, is_run_dir
@@ -20,8 +20,7 @@ from orchestrator.report.quality_tables import verdict_lines
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "review",
-        help="KataGo's point loss per move and per player: label a run, report its move "
-        "quality",
+        help=SUMMARIES["review"],
         description="Label every position of each run's games with KataGo, the position "
         "after the last move included, into RUN_DIR/labels (the label folder of `go19 "
         "label`, made with --review), then write the runs' report (as `go19 report`) with "

@@ -11,7 +11,7 @@ import sys
 
 import trio
 
-from orchestrator.commands import examples, serve_hf
+from orchestrator.commands import SUMMARIES, examples, serve_hf
 from orchestrator.players.address import AddressError, check_host
 from orchestrator.players.base import Player
 from orchestrator.players.gtp import GtpPlayer
@@ -30,7 +30,7 @@ DEFAULT_PORT = 5019
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="serve a move engine over the GO19 protocol",
+        help=SUMMARIES["serve"],
         description="Answer GO19 requests with the built-in heuristic AI, the random player, "
         "a GTP engine, or a vision-language model and its LoRA adapters (--engine hf, "
         "docs/vlm.md). The first line on stdout is 'serving GO19 on HOST:PORT' (with --engine "

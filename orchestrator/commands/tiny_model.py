@@ -8,14 +8,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import examples
+from orchestrator.commands import SUMMARIES, examples
 from orchestrator.commands.serve_hf import extra_problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tiny-model",
-        help="make a tiny random Qwen2.5-VL (about 117 k parameters) to try the model side",
+        help=SUMMARIES["tiny-model"],
         description="Build a random Qwen2.5-VL from a config, with a byte-level tokenizer "
         "made here and the real Qwen2-VL processor, and save it in DIR (replacing DIR's "
         "contents): AutoProcessor, AutoModelForImageTextToText, `go19 serve --engine hf "

@@ -12,7 +12,8 @@ from orchestrator.dataset.shards import (
     load_games,
     read_manifest,
 )
-from orchestrator.positions.samples import GameRead, Positions
+from orchestrator.positions.rows import Positions
+from orchestrator.positions.samples import GameRead
 
 __all__ = [
     "FIELDS", "BuildOptions", "Counts", "DatasetError", "GameRead", "GameTableRow",

@@ -57,6 +57,7 @@ import numpy as np
 from orchestrator import __version__
 from orchestrator.coords import PASS, to_index
 from orchestrator.dataset.dedup import SeenPositions
+from orchestrator.dataset.options import BuildOptions
 from orchestrator.dataset.reading import read_all
 from orchestrator.dataset.selection import pick, targets
 from orchestrator.dataset.shards import (
@@ -72,14 +73,14 @@ from orchestrator.dataset.shards import (
 )
 from orchestrator.dataset.sources import UNKNOWN, Provenance, find_sgf_files, read_provenance
 from orchestrator.files import (
-    MAX_SGF_BYTES,
     atomic_write,
     partial_dir,
     publish_dir,
     relative_path,
     sha256_file,
 )
-from orchestrator.positions.samples import SIZE, GameRead, Positions
+from orchestrator.positions.rows import SIZE, Positions
+from orchestrator.positions.samples import GameRead
 from orchestrator.recordings import WINNER_NAMES
 from orchestrator.rules.tactics import Tactics
 from orchestrator.words import plural
@@ -87,7 +88,6 @@ from orchestrator.words import plural
 if TYPE_CHECKING:
     from orchestrator.dataset import fastdedup
 
-SHARD_SIZE = 1 << 16
 
 # A per-game step after the built-in target filters: given the game and its
 # remaining rows, return the rows to keep (a subset, perhaps with ``move`` replaced).
@@ -105,30 +105,6 @@ class Join(Protocol):
     def stage(self, game: GameRead, positions: Positions) -> Positions: ...
     def values(self, game: GameRead, positions: Positions) -> dict[str, np.ndarray]: ...
     def summary(self) -> dict: ...
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    winner_only: bool = False
-    tactical_bias: bool = False
-    tactics_only: bool = False
-    max_per_game: int | None = None
-    dedup: bool = True
-    include_fallback: bool = False
-    min_moves: int = 0
-    seed: int = 0
-    require_provenance: bool = False
-    shard_size: int = SHARD_SIZE
-    compress: bool = True  # deflated shards: ~25x smaller, a few % slower to build
-    max_file_bytes: int | None = MAX_SGF_BYTES  # a file over it is rejected unread
-
-    def __post_init__(self) -> None:
-        if self.max_per_game is not None and self.max_per_game < 1:
-            raise DatasetError(f"max_per_game must be at least 1, not {self.max_per_game}")
-        if self.tactical_bias and self.max_per_game is None:
-            raise DatasetError("tactical_bias needs max_per_game (it decides which to pick)")
-        if self.min_moves < 0 or self.shard_size < 1:
-            raise DatasetError("min_moves must be >= 0 and shard_size >= 1")
 
 
 @dataclass

@@ -23,7 +23,7 @@ from sgfmill import sgf_grammar
 
 from orchestrator.coords import PASS, from_index, from_rowcol, to_gtp, to_index
 from orchestrator.dataset.shards import GameTableRow, load_games, read_manifest, read_shard
-from orchestrator.positions.samples import SIZE
+from orchestrator.positions.rows import SIZE
 from orchestrator.render import caption, contact_sheet, mark, render_image
 
 SHEET_PX = 384  # per board: the VLM's renderer, small enough for 20 on one sheet

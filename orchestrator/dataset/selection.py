@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from orchestrator.positions.samples import ORIGIN_NAMES, GameRead, Positions
-
-if TYPE_CHECKING:
-    from orchestrator.dataset.build import BuildOptions
+from orchestrator.dataset.options import BuildOptions
+from orchestrator.positions.rows import ORIGIN_NAMES, Positions
+from orchestrator.positions.samples import GameRead
 
 
 def targets(game: GameRead, positions: Positions, options: BuildOptions,

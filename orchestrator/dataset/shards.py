@@ -21,7 +21,7 @@ import numpy as np
 
 from orchestrator import npz_shards
 from orchestrator.files import read_manifest as read_json_manifest
-from orchestrator.positions.samples import SIZE, Positions
+from orchestrator.positions.rows import SIZE, Positions
 from orchestrator.recordings import is_run_dir
 
 MANIFEST = "manifest.json"

@@ -48,7 +48,7 @@ from orchestrator.dataset.shards import FIELDS, GameTableRow, read_shard
 from orchestrator.export import dpo
 from orchestrator.export.games import NO_LAST, GameContext, game_context
 from orchestrator.files import sha256_file
-from orchestrator.positions.samples import POLICY, SIZE
+from orchestrator.positions.rows import POLICY, SIZE
 from orchestrator.prompt import fill, uses_board
 
 try:

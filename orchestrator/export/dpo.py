@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.coords import from_index, move_to_text
-from orchestrator.positions.samples import SIZE
+from orchestrator.positions.rows import SIZE
 
 STYLES = ("trl", "llamafactory", "swift")
 DEFAULT_MIN_LOSS = 2.0

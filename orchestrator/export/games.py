@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from orchestrator.coords import PASS
 from orchestrator.dataset.shards import DatasetError, GameTableRow
 from orchestrator.files import read_sgf_file
-from orchestrator.positions.samples import POLICY, origin_of
+from orchestrator.positions.rows import POLICY, origin_of
 from orchestrator.recordings import PlayerMeta, read_run_file
 from orchestrator.render import DEFAULT_IMAGE_PX, RenderSettings
 from orchestrator.sgf import SgfError, Unreadable
@@ -46,7 +46,7 @@ SettingsFrom = Literal["record", "run", "option", "default"]
 class GameContext:
     komi: float
     last: np.ndarray  # int16 (moves + 1,): at n, the point to mark before move n; NO_LAST
-    origin: np.ndarray  # uint8 (moves + 1,): at n, where move n came from (samples.POLICY …)
+    origin: np.ndarray  # uint8 (moves + 1,): at n, where move n came from (rows.POLICY …)
     render: tuple[RenderSettings, RenderSettings]  # (black's, white's)
     px_from: tuple[SettingsFrom, SettingsFrom]
     sgf: str

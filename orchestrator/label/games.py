@@ -28,7 +28,8 @@ import numpy as np
 from orchestrator.color import BLACK, WHITE, opponent
 from orchestrator.coords import from_index
 from orchestrator.dataset.sources import find_sgf_files
-from orchestrator.positions.samples import SIZE, GameRead, Positions, read_file
+from orchestrator.positions.rows import SIZE, Positions
+from orchestrator.positions.samples import GameRead, read_file
 from orchestrator.rules.board import Board
 from orchestrator.rules.game import Move
 

@@ -48,8 +48,9 @@ import numpy as np
 
 from orchestrator.label.games import after_last
 from orchestrator.label.store import GameLabels, LabelSet
-from orchestrator.positions import samples
-from orchestrator.positions.samples import AREA, GameRead, Positions
+from orchestrator.positions import rows
+from orchestrator.positions.rows import AREA, Positions
+from orchestrator.positions.samples import GameRead
 from orchestrator.quality import moves as quality
 from orchestrator.quality.moves import point_loss
 
@@ -214,8 +215,8 @@ class LabelJoin:
         }
 
 
-_ORIGINS = np.zeros(max(samples.POLICY, samples.OPENING, samples.FALLBACK) + 1, np.uint8)
-_ORIGINS[[samples.POLICY, samples.OPENING, samples.FALLBACK]] = (
+_ORIGINS = np.zeros(max(rows.POLICY, rows.OPENING, rows.FALLBACK) + 1, np.uint8)
+_ORIGINS[[rows.POLICY, rows.OPENING, rows.FALLBACK]] = (
     quality.OWN, quality.OPENING, quality.FALLBACK)
 
 

@@ -29,7 +29,7 @@ from orchestrator import __version__, npz_shards
 from orchestrator.files import atomic_write, relative_path
 from orchestrator.files import read_manifest as read_json_manifest
 from orchestrator.label.games import LabelGame, game_ident
-from orchestrator.positions.samples import AREA
+from orchestrator.positions.rows import AREA
 from orchestrator.recordings import RunName
 
 FORMAT = "go19-labels/1"

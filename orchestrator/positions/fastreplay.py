@@ -1,6 +1,6 @@
 """A compiled replay-and-extract pass for the dataset build (numba, the ``fast`` extra).
 
-:func:`positions` gives exactly :func:`orchestrator.positions.samples._positions`'s rows
+:func:`positions` gives exactly :func:`orchestrator.positions.rows.replay_rows`'s rows
 (boards before each move, ko points, tactics bits, dedup keys) from one fused loop over
 plain arrays: no ``Board``, ``Group`` or per-move Python objects. The rules are go19's
 (:mod:`orchestrator.rules.board`): occupied points, suicide, captures, positional superko
@@ -8,7 +8,7 @@ by the same 64-bit Zobrist hashes, setups (AB/AW/AE) where the record has them.
 
 The pure path stays the reference: without numba, for boards other than 19x19, and for
 every game the kernel finds anything wrong with (an illegal move, an impossible setup),
-:func:`positions` calls ``_positions``, which raises the very error ``go19 replay``
+:func:`positions` calls ``replay_rows``, which raises the very error ``go19 replay``
 gives. So the kernel never has to spell an error, and a game the kernel accepts is one
 the reference accepts with the same rows (tests/positions/test_fastreplay.py checks that
 on the whole real corpus and on random games).
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.coords import PASS
-from orchestrator.positions.samples import AREA, SIZE, Positions, _positions, origin_of
+from orchestrator.positions.rows import AREA, SIZE, Positions, origin_of, replay_rows
 from orchestrator.rules.board import neighbours_table, side_ko_table, zobrist_table
 from orchestrator.rules.replay import komi_ok
 from orchestrator.sgf import Setup, SgfGame, SgfMove, fastgrammar
@@ -350,10 +350,10 @@ def _moves(game: SgfGame, nodes: list[Node] | None) -> tuple[np.ndarray, np.ndar
 
 
 def positions(game: SgfGame, nodes: list[Node] | None = None) -> Positions:
-    """``samples._positions(game)``, computed by the kernel where it can be. ``nodes``, the
+    """``rows.replay_rows(game)``, computed by the kernel where it can be. ``nodes``, the
     main line the reader built ``game`` from, saves reading ``game.moves`` one by one."""
     if not ENABLED or game.size != SIZE or not komi_ok(game.komi):
-        return _positions(game)
+        return replay_rows(game)
     colors, points, plain = _moves(game, nodes)
     n = len(colors)
     before, changes = _changes(game)
@@ -365,7 +365,7 @@ def positions(game: SgfGame, nodes: list[Node] | None = None) -> Positions:
     move = np.empty(n, np.int16)
     if _replay(colors, points, before, changes, zob, side_ko, adj, boards, ko, tactical,
                keys, move) >= 0:
-        return _positions(game)  # raises the reference's own error for this game
+        return replay_rows(game)  # raises the reference's own error for this game
     sources = None if plain else list(map(_source, game.moves))
     if sources is None or sources.count(None) == n:
         origin = np.zeros(n, np.uint8)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
-from orchestrator.report import quality_pages, quality_tables, svg
+from orchestrator.report import adjudication, quality_pages, quality_tables, svg
 from orchestrator.report import tables as t
 from orchestrator.report.model import GameRow, HeadToHead, Report, Sprt
 
@@ -221,6 +221,7 @@ def render(report: Report, out_dir: Path | None = None) -> str:
     page += ["<h2>Termination</h2>", table(t.termination_table(report)),
              _figure(svg.bars([(r, [n]) for r, n in report.termination.items()], ["games"],
                               "How games ended", digits=0)),
+             *_adjudication(report),
              "<h2>Fallbacks and illegal replies</h2>",
              '<p class="note">Rates are per move asked of the player (its own policy was '
              "consulted), void games included.</p>",
@@ -249,3 +250,11 @@ def render(report: Report, out_dir: Path | None = None) -> str:
         "</head>"
         f"<body>{''.join(page)}</body></html>\n"
     )
+
+
+def _adjudication(report: Report) -> list[str]:
+    if report.adjudication is None:
+        return []
+    items = "".join(f"<li><b>{escape(k)}</b>: {escape(v)}</li>"
+                    for k, v in adjudication.lines(report.adjudication))
+    return ["<h2>Adjudication</h2>", f"<ul>{items}</ul>"]

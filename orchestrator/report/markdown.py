@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestrator.report import quality_pages, quality_tables
+from orchestrator.report import adjudication, quality_pages, quality_tables
 from orchestrator.report import tables as t
 from orchestrator.report.model import GameRow, Report
 
@@ -32,6 +32,13 @@ def verdict_box(report: Report) -> list[str]:
     out += [f"> - **{label}**: {value}" for label, value in t.verdict_lines(report)]
     out += [f"> - **{label}**: {value}" for label, value in quality_tables.verdict_lines(report)]
     return [*out, ""]
+
+
+def _adjudication(report: Report) -> list[str]:
+    if report.adjudication is None:
+        return []
+    return ["## Adjudication", "",
+            *[f"- **{k}**: {v}" for k, v in adjudication.lines(report.adjudication)], ""]
 
 
 def render(report: Report, out_dir: Path | None = None) -> str:
@@ -61,6 +68,7 @@ def render(report: Report, out_dir: Path | None = None) -> str:
     out += ["## Results by colour", "", table(t.color_table(report)), "",
             "## Game length", "", t.lengths_line(report), "",
             "## Termination", "", table(t.termination_table(report)), "",
+            *_adjudication(report),
             "## Fallbacks and illegal replies", "",
             "Rates are per move asked of the player (its own policy was consulted), "
             "void games included.", "", table(t.fallback_table(report)), "",

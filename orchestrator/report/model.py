@@ -336,6 +336,25 @@ Quality = QualityReport | QualityUnavailable
 
 
 @dataclass(frozen=True, slots=True)
+class AdjudicationSection:
+    """``[adjudicate]`` runs (report/adjudication.py says how each number is counted)."""
+
+    games: int
+    resigned: int
+    resigned_moves: int
+    played_out: int
+    played_out_mean_moves: float | None
+    moves_saved_pct: float | None
+    holdout: int
+    holdout_would_resign: int
+    false_resigns: int
+    false_resign_ci: list[float] | None
+    dead_stones_scored: int
+    dead_stone_flips: int
+    off: int
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """Everything ``report.json`` holds, in its order."""
 
@@ -357,3 +376,4 @@ class Report:
     notes: list[str]
     quality: Quality | None
     warnings: list[str]
+    adjudication: AdjudicationSection | None = None  # null without [adjudicate]

@@ -41,7 +41,7 @@ from orchestrator.ratings import (
     sprt,
 )
 from orchestrator.recordings import head_to_head, rated_game
-from orchestrator.report import series
+from orchestrator.report import adjudication, series
 from orchestrator.report.load import GameData, RunData, Warn
 from orchestrator.report.model import (
     EloPoint,
@@ -378,4 +378,5 @@ def compute(runs: Sequence[RunData], anchor: Mapping[str, float] | None, warn: W
         notes=notes,
         quality=None,
         warnings=[],
+        adjudication=adjudication.section(games),
     )

@@ -44,6 +44,7 @@ nothing else escapes :func:`read_games`.
 
 
 from orchestrator.sgf.model import (
+    ADJ_PROP,
     BLACK_PLAYER_PROP,
     END_PROP,
     GAME_PROP,
@@ -72,8 +73,9 @@ from orchestrator.sgf.text import decode_text
 from orchestrator.sgf.writer import write_sgf
 
 __all__ = [
-    "BLACK_PLAYER_PROP", "END_PROP", "GAME_PROP", "LATENCY_PROP", "MAX_SIZE", "REPLY_PROP",
-    "RUN_PROP", "SOURCE_PROP", "VOID_PROP", "WHITE_PLAYER_PROP", "CorruptCoordinate", "EmptyFile",
+    "ADJ_PROP", "BLACK_PLAYER_PROP", "END_PROP", "GAME_PROP", "LATENCY_PROP", "MAX_SIZE",
+    "REPLY_PROP", "RUN_PROP", "SOURCE_PROP", "VOID_PROP", "WHITE_PLAYER_PROP",
+    "CorruptCoordinate", "EmptyFile",
     "NotNineteen", "NotSupported", "Setup", "SgfError", "SgfGame", "SgfMove", "TooLarge",
     "Truncated", "Unparseable", "Unreadable", "decode_text", "read_games", "write_sgf",
 ]

@@ -15,6 +15,7 @@ END_PROP = "GOXIXEND"
 BLACK_PLAYER_PROP = "GOXIXB"
 WHITE_PLAYER_PROP = "GOXIXW"
 VOID_PROP = "GOXIXVOID"
+ADJ_PROP = "GOXIXADJ"  # what [adjudicate] did in the game (JSON)
 SOURCE_PROP = "GOXIXSRC"
 LATENCY_PROP = "GOXIXMS"  # milliseconds the player took to answer this move
 REPLY_PROP = "GOXIXREPLY"  # a model's reply to this move: tokens, and its text if kept (JSON)
@@ -157,10 +158,3 @@ class SgfGame:
         if match is None:
             return 0
         return BLACK if match.group(1).upper() == "B" else WHITE
-
-    def to_bytes(self) -> bytes:
-        from orchestrator.sgf.writer import write_sgf  # the writer imports this module
-
-        return write_sgf(self)
-
-

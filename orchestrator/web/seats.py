@@ -1,13 +1,17 @@
 """The seats of ``go19 play``: what sits in a :class:`Player`'s place for each side of
 the five modes. A human seat waits for a legal click, the AI seat is the local heuristic
 AI, a VLM seat asks a GO19 server or an OpenAI-compatible one; each tells the page's
-:class:`~orchestrator.web.session.PlaySession` what it is doing. The clocks, the page's
-"cancel VLM response" and the fallback marks are the referee's (collect's
-:func:`~orchestrator.collect.referee.play_game`), as in a collected game."""
+:class:`~orchestrator.web.session.PlaySession` what it is doing (through
+:class:`SeatHost`, the part of it a seat uses: the session builds the seats, so they
+cannot import it). The clocks, the page's "cancel VLM response" and the fallback marks
+are the referee's (collect's :func:`~orchestrator.collect.referee.play_game`), as in a
+collected game."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+import trio
 
 from orchestrator.coords import PASS, to_gtp
 from orchestrator.players.base import RESIGN, Answer, ConnectionFailed, Player
@@ -19,17 +23,30 @@ from orchestrator.render import RenderSettings
 from orchestrator.rules.board import IllegalMove
 from orchestrator.rules.game import Game
 
-if TYPE_CHECKING:
-    from orchestrator.web.session import PlaySession
-
 SIZE = 19
 AI_LEVEL = 2
+
+
+class SeatHost(Protocol):
+    """What a seat reads and sets of the play session it sits in."""
+
+    waiting_human: bool
+    thinking: str | None
+    vlm_png: bytes | None
+    vlm_png_version: int
+    clicks: trio.MemoryReceiveChannel
+
+    def changed(self) -> None: ...
+
+    def say(self, text: str, level: str) -> None: ...
+
+    def server_failed(self, index: int, reason: str) -> None: ...
 
 
 class HumanSeat:
     """Waits for a legal click of the side to move; refuses illegal ones with the reason."""
 
-    def __init__(self, session: PlaySession, name: str) -> None:
+    def __init__(self, session: SeatHost, name: str) -> None:
         self.session = session
         self.name = name
 
@@ -60,7 +77,7 @@ class HumanSeat:
 class AiSeat:
     """The local heuristic AI; announces each turn so the page redraws before it moves."""
 
-    def __init__(self, session: PlaySession, name: str, seed: int) -> None:
+    def __init__(self, session: SeatHost, name: str, seed: int) -> None:
         self.session = session
         self.name = name
         self._ai = HeuristicPlayer(name, seed=seed, level=AI_LEVEL)
@@ -77,7 +94,7 @@ class AiSeat:
 class _RecordingEndpoint:
     """The game's endpoint, keeping the PNG of the last request it carried."""
 
-    def __init__(self, endpoint: Go19Service, session: PlaySession) -> None:
+    def __init__(self, endpoint: Go19Service, session: SeatHost) -> None:
         self.endpoint = endpoint
         self._session = session
 
@@ -92,7 +109,7 @@ class VlmSeat:
     pictures drawn as ``render`` says. A failed connection also shows on the server's
     row."""
 
-    def __init__(self, session: PlaySession, index: int, server: Go19Service | OpenAIPlayer,
+    def __init__(self, session: SeatHost, index: int, server: Go19Service | OpenAIPlayer,
                  name: str, render: RenderSettings) -> None:
         self.session = session
         self.index = index

@@ -25,7 +25,8 @@ from orchestrator.dataset.selection import pick, spread
 from orchestrator.dataset.shards import read_manifest
 from orchestrator.dataset.sources import find_sgf_files
 from orchestrator.files import read_sgf_file
-from orchestrator.positions.samples import GameRead, Positions, read_file
+from orchestrator.positions.rows import Positions
+from orchestrator.positions.samples import GameRead, read_file
 from orchestrator.rules.tactics import Tactics
 from orchestrator.sgf import SgfError, SgfMove, write_sgf
 from tests.conftest import REAL_SGF, requires_real_sgf

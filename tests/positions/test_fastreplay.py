@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from orchestrator.coords import PASS
 from orchestrator.dataset.sources import find_sgf_files
 from orchestrator.positions import fastreplay, samples
-from orchestrator.positions.samples import GameRead, Positions, _positions
+from orchestrator.positions.rows import Positions, replay_rows
+from orchestrator.positions.samples import GameRead
 from orchestrator.rules.board import Board
 from orchestrator.sgf import Setup, SgfError, SgfGame, SgfMove, fastgrammar, read_games
 from orchestrator.sgf.grammar import Node
@@ -36,7 +37,7 @@ def _outcome(replay, game: SgfGame) -> Positions | tuple[type, str, int | None]:
 def _assert_same(game: SgfGame, nodes: list[Node] | None = None) -> Positions | None:
     """The kernel's rows from ``game.moves`` and, given the main line ``game`` was read
     from, from the runs' text are the pure path's, or both raise its error."""
-    pure = _outcome(_positions, game)
+    pure = _outcome(replay_rows, game)
     for fast in (_outcome(fastreplay.positions, game),
                  *([] if nodes is None else [_outcome(lambda g: fastreplay.positions(g, nodes),
                                                        game)])):

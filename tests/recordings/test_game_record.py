@@ -13,7 +13,7 @@ from orchestrator.events import Fallback, MovePlayed
 from orchestrator.move_record import MoveRecord, Origin, ReplyDetails
 from orchestrator.players.base import Answer, RefusedMove
 from orchestrator.players.heuristic import HeuristicPlayer
-from orchestrator.positions import samples
+from orchestrator.positions import rows
 from orchestrator.positions.recorded import read_recorded_game
 from orchestrator.recordings import PlayerMeta, RecordError
 from orchestrator.rules.game import Game
@@ -99,8 +99,8 @@ async def test_the_refereed_game_reads_back_from_its_sgf_as_its_record(tmp_path)
     assert all(m.reply is None for m in record.moves)  # GOXIXREPLY is for other readers
     assert read.status == "ok" and read.positions is not None
     assert len(read.positions) == journal.moves == len(game.moves)
-    codes = {Origin.OWN: samples.POLICY, Origin.OPENING: samples.OPENING,
-             Origin.FALLBACK: samples.FALLBACK}
+    codes = {Origin.OWN: rows.POLICY, Origin.OPENING: rows.OPENING,
+             Origin.FALLBACK: rows.FALLBACK}
     assert read.positions.origin.tolist() == [codes[m.origin] for m in game.moves]
 
 
