@@ -70,8 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "after their last position (docs/adjudication.md, choosing a threshold).",
         epilog=EXIT_CODES + examples(
             "go19 adjudicate recordings/demo-20261201-150000",
-            "go19 adjudicate recordings/a recordings/b --thresholds 0.02,0.05 --turns 3",
-            "go19 adjudicate recordings/demo-20261201-150000 --labels labels/demo --json",
+            "go19 adjudicate recordings/a recordings/b --thresholds 0.02,0.05 --turns 3 --json",
         ),
     )
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
