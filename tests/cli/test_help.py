@@ -14,7 +14,8 @@ import pytest
 from orchestrator.cli import build_parser
 from tests.conftest import REPO
 
-WORKFLOW = ["collect", "report", "gate", "replay", "dataset", "label", "review", "adjudicate", "serve", "ping"]
+WORKFLOW = ["collect", "report", "gate", "replay", "dataset", "label", "review", "adjudicate",
+            "serve", "ping"]
 
 
 def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
