@@ -95,16 +95,21 @@ async def test_the_serving_audit_finds_the_base_model_answering_as_an_adapter(
     findings = await audit_servers(load_matchup(path), said.append)
     (finding,) = findings
     assert (finding.model, finding.companions) == (SERVED_BASE, ("a", "b"))
-    # Alone, the random base model's reply spells no move; batched, an adapter's move.
+    # Alone, the random base model's reply spells no move; batched, a move: most runs an
+    # adapter's own answer (Q16 or D4), some runs another move (H4 once: the batch's LoRA
+    # applied only in part), which the audit words as "answers differently".
     assert finding.changed >= 1 and finding.alone.startswith("no move ")
-    assert finding.like in ("a", "b") and finding.batched == repr(ANSWERS[finding.like])
+    assert not finding.batched.startswith("no move ")
+    if finding.like is not None:
+        assert finding.like in ("a", "b") and finding.batched == repr(ANSWERS[finding.like])
+    how = f"answers as {finding.like}" if finding.like else "answers differently"
     assert said == [finding.line()]
-    assert said[0].startswith(f"warning: serving audit: {vllm.url}: base answers as "
-                              f"{finding.like} when batched with a, b ("), said
+    assert said[0].startswith(f"warning: serving audit: {vllm.url}: base {how} when "
+                              "batched with a, b ("), said
     strict = go19("collect", "--matchup", path, "--games", "1", "--recordings",
                   tmp_path / "rec", "--no-dashboard", "--no-report", "--strict-audit")
     assert strict.returncode == 3, strict.stderr
-    assert re.search(r"base answers as [ab] when batched with a, b .*--strict-audit: "
+    assert re.search(r"base answers (as [ab]|differently) when batched with a, b .*--strict-audit: "
                      r"nothing recorded", strict.stderr), strict.stderr
     assert not (tmp_path / "rec").exists()
 
