@@ -41,6 +41,7 @@ from orchestrator.label.engine import (
     game_query,
     open_katago,
 )
+from orchestrator.quality.resign import ResignStreak
 from orchestrator.recordings import Adjudication, Resignation
 from orchestrator.rules.dead_stones import adjudicated_score
 from orchestrator.rules.game import Game
@@ -71,23 +72,20 @@ def held_out(seed: int, slot: int, share: float) -> bool:
 
 
 class ResignWatch:
-    """KataGo's resignation rule over one game's positions, in order (no I/O)."""
+    """KataGo's resignation rule (``quality/resign.ResignStreak``, the one the table of
+    ``go19 adjudicate`` replays) over one game's positions, in order (no I/O)."""
 
     def __init__(self, settings: Adjudicate, size: int) -> None:
-        self.threshold = settings.resign_winrate
-        self.turns = settings.resign_turns
-        self.min_move = settings.min_move(size)
-        self.low = {BLACK: 0, WHITE: 0}
+        self.streak = ResignStreak(settings.resign_winrate, settings.resign_turns,
+                                   settings.min_move(size))
 
     def see(self, move: int, to_move: int, black_winrate: float) -> Resignation | None:
         """The position after ``move`` moves, ``to_move`` to play: its resignation, if due."""
-        own = black_winrate if to_move == BLACK else 1.0 - black_winrate
-        self.low[to_move] = self.low[to_move] + 1 if own < self.threshold else 0
-        if self.low[to_move] >= self.turns and move >= self.min_move:
-            return Resignation(color=COLOR_LETTER[to_move], move=move,
-                               winrate=round(own, 4), threshold=self.threshold,
-                               turns=self.turns)
-        return None
+        own = self.streak.see(move, to_move, black_winrate)
+        if own is None:
+            return None
+        return Resignation(color=COLOR_LETTER[to_move], move=move, winrate=round(own, 4),
+                           threshold=self.streak.threshold, turns=self.streak.turns)
 
 
 @dataclass

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from orchestrator.color import BLACK
-
-Z95 = 1.959963984540054
+from orchestrator.color import BLACK, WHITE
+from orchestrator.ratings.elo import Z95
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +56,33 @@ class Resign:
     move: int  # after this many moves
 
 
+class ResignStreak:
+    """The rule over one game's positions, fed in order: the table here replays it over
+    labels, and ``[adjudicate]`` (``collect/adjudicator.py``) runs it live, so the two
+    can never disagree on where a game resigns."""
+
+    def __init__(self, threshold: float, turns: int, min_move: int) -> None:
+        self.threshold, self.turns, self.min_move = threshold, turns, min_move
+        self.low = {BLACK: 0, WHITE: 0}
+
+    def see(self, move: int, to_move: int, black_winrate: float) -> float | None:
+        """The position after ``move`` moves, ``to_move`` to play: the side to move's own
+        win rate when it resigns here, else None."""
+        own = black_winrate if to_move == BLACK else 1.0 - black_winrate
+        self.low[to_move] = self.low[to_move] + 1 if own < self.threshold else 0
+        if self.low[to_move] >= self.turns and move >= self.min_move:
+            return own
+        return None
+
+
 def first_resignation(game: PlayedGame, threshold: float, turns: int,
                       min_move: int) -> Resign | None:
     """Where the rule first fires in the game, or None."""
-    low = {1: 0, 2: 0}
+    streak = ResignStreak(threshold, turns, min_move)
     for k, (color, black) in enumerate(zip(game.to_play.tolist(),
                                            game.black_winrate.tolist(), strict=True)):
-        own = black if color == BLACK else 1.0 - black
-        low[color] = low[color] + 1 if own < threshold else 0
-        move = k + 1
-        if low[color] >= turns and move >= min_move:
-            return Resign(color, move)
+        if streak.see(k + 1, color, black) is not None:
+            return Resign(color, k + 1)
     return None
 
 

@@ -9,23 +9,11 @@ side that would have resigned did not lose, with a 95 % Wilson interval.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
+from orchestrator.quality.resign import wilson
 from orchestrator.report.load import GameData
 from orchestrator.report.model import AdjudicationSection
-
-Z95 = 1.959964
-
-
-def wilson(hits: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of ``hits`` in ``n`` (None for no trials)."""
-    if n == 0:
-        return None
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def section(games: Sequence[GameData]) -> AdjudicationSection | None:

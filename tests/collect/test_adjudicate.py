@@ -22,8 +22,8 @@ from orchestrator.collect.standings import words
 from orchestrator.color import BLACK, WHITE
 from orchestrator.events import AdjudicationOff, Event
 from orchestrator.label.run import EngineFiles
+from orchestrator.quality.resign import wilson
 from orchestrator.recordings import read_journal
-from orchestrator.report.adjudication import wilson
 from orchestrator.report.build import build_report
 from tests.label.conftest import KATAGO, requires_katago
 
