@@ -7,8 +7,10 @@ and joined by the build's rule (:func:`orchestrator.label.join.matching_rows`: a
 used only for the position it was made for). A game counts when it was played out and its
 winner is known: void games, games that already ended by resignation (``[adjudicate]``:
 their played-out result is unknown) and games without a label for their first positions
-are left out and counted. A game's win rates stop at its first position without a label
-(``--max-moves``, a key mismatch): no resignation is seen after it.
+are left out and counted; games that ended at the move cap are counted and said (their
+winner is the area count of an unfinished board). A game's win rates stop at its first
+position without a label (``--max-moves``, a key mismatch): no resignation is seen after
+it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Scan:
     unreadable: int = 0
     unlabelled: int = 0
     mismatched: int = 0  # labels made for other positions (left out)
+    capped: int = 0  # counted games that ended at the move cap
 
     @property
     def moves(self) -> int:
@@ -129,6 +132,7 @@ def scan(run_dirs: Sequence[Path], labels: Sequence[Path] | None, warn: Warn) ->
             if found is None or (len(positions) > 1 and not len(rows)):
                 out.unlabelled += 1
                 continue
+            out.capped += line.reason == "move-cap"
             out.games.append(PlayedGame(
                 moves=len(positions), winner=winner,
                 to_play=found.arrays["to_play"][rows].astype(np.uint8),

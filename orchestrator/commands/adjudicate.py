@@ -132,6 +132,13 @@ def notes(found: Scan, min_move: int) -> list[str]:
         out.append(f"{plural(found.partial, 'game')} labelled only in part (at most "
                    f"{found.last_seen} moves): no resignation is seen after their last "
                    "label")
+    if found.capped:
+        # Measured: of 6 GNU Go - heuristic games capped at move 160, the 2 "false
+        # resigns" were games the heuristic led only on the unfinished board's count.
+        out.append(f"{found.capped} of the {plural(len(found.games), 'game')} counted "
+                   "ended at the move cap: the winner there is the area count of an "
+                   "unfinished board, so an incorrect resign may be the cap's, not the "
+                   "rule's (play games out to measure false resigns)")
     if found.last_seen < min_move:
         out.append(f"no labelled position reaches move {min_move}, where resigning may "
                    "start: nothing can resign; label whole games (go19 review without "

@@ -137,6 +137,22 @@ def test_the_text_table_names_every_cell(run: Path) -> None:
                          "note: 1 game without labels left out"]
 
 
+def test_games_ended_at_the_move_cap_count_and_are_said(run: Path) -> None:
+    journal = run / "games.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    for line in lines:
+        if line["game"] in (1, 3):
+            line["reason"] = "move-cap"
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = go19_here("adjudicate", run, "--thresholds", "0.05", "--turns", "1",
+                     "--min-move", MIN_MOVE, "--json")
+    assert done.returncode == 0, done.stderr
+    table = json.loads(done.stdout)
+    (cell,) = table["cells"]
+    assert (table["games"], cell["correct"], cell["incorrect"]) == (3, 1, 1)  # as before
+    assert table["notes"][-1].startswith("2 of the 3 games counted ended at the move cap")
+
+
 def test_the_default_min_move_is_katagos_and_it_says_nothing_can_resign(run: Path) -> None:
     done = go19_here("adjudicate", run, "--json")
     assert done.returncode == 0, done.stderr
