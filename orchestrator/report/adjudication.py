@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from orchestrator.quality.resign import wilson
 from orchestrator.report.load import GameData
 from orchestrator.report.model import AdjudicationSection
+from orchestrator.words import plural
 
 
 def section(games: Sequence[GameData]) -> AdjudicationSection | None:
@@ -64,8 +65,8 @@ def lines(s: AdjudicationSection) -> list[tuple[str, str]]:
     return [
         ("Games resigned", f"{s.resigned} of {s.games} adjudicated"),
         ("Moves saved", saved),
-        ("False resigns", false + f"; {s.holdout} games held out"),
+        ("False resigns", false + f"; {plural(s.holdout, 'game')} held out"),
         ("Dead-stone flips", f"{s.dead_stone_flips} of {s.dead_stones_scored} games scored "
                              "by KataGo's ownership"),
-        ("Adjudication off", f"{s.off} games (KataGo lagging or gone: played out)"),
+        ("Adjudication off", f"{plural(s.off, 'game')} (KataGo lagging or gone: played out)"),
     ]
