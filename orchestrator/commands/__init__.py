@@ -1,5 +1,5 @@
 """One module per go19 subcommand (see orchestrator/cli.py), and what they share: the
-help layout, argument types and the one line that says what an input held."""
+help layout and argument types."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import argparse
 from collections.abc import Mapping
 
 from orchestrator.files import MAX_SGF_BYTES, MiB
-from orchestrator.words import plural
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -37,20 +36,6 @@ class HelpFormatter(argparse.HelpFormatter):
 def examples(*lines: str) -> str:
     """The epilog of a command's help: its example command lines."""
     return "\n".join(["examples:", *(f"  {line}" for line in lines)])
-
-
-def found_line(files: int, games: int, rejected: Mapping[str, int],
-               skipped: Mapping[str, int], void_files: int) -> str:
-    """What an input held, for commands that found nothing to work on: files, games,
-    and the games refused, by reason."""
-    def by_reason(counts: Mapping[str, int]) -> str:
-        parts = [f"{reason} {n}" for reason, n in sorted(counts.items()) if n]
-        return f" ({', '.join(parts)})" if parts else ""
-
-    text = (f"{plural(files, 'SGF file')}, {plural(games, 'game')}: "
-            f"rejected {sum(rejected.values())}"
-            f"{by_reason(rejected)}, skipped {sum(skipped.values())}{by_reason(skipped)}")
-    return text + (f"; {void_files} in void folders" if void_files else "")
 
 
 def positive_int(text: str) -> int:

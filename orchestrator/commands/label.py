@@ -18,7 +18,6 @@ from orchestrator.commands import (
     add_katago_timeout,
     count_int,
     examples,
-    found_line,
     label_ray,
     positive_int,
 )
@@ -28,7 +27,7 @@ from orchestrator.label.games import LabelGame, select_games
 from orchestrator.label.progress import PlainReporter, RichReporter
 from orchestrator.label.run import EngineFiles, Labelling, LabelRun, LabelRunError, RunOptions
 from orchestrator.label.store import LabelError, LabelWriter
-from orchestrator.words import plural, some
+from orchestrator.words import found_line, plural, some
 
 PREPARED = ".katago"
 T = TypeVar("T")
