@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 import trio
 
-import orchestrator
 from orchestrator.commands import (
     SUMMARIES,
     add_katago_timeout,
@@ -22,14 +21,13 @@ from orchestrator.commands import (
     positive_int,
 )
 from orchestrator.dataset.shards import DatasetError
-from orchestrator.label.config import KataGoPaths
+from orchestrator.label.config import prepared_katago
 from orchestrator.label.games import LabelGame, select_games
 from orchestrator.label.progress import PlainReporter, RichReporter
 from orchestrator.label.run import EngineFiles, Labelling, LabelRun, LabelRunError, RunOptions
 from orchestrator.label.store import LabelError, LabelWriter
 from orchestrator.words import found_line, plural, some
 
-PREPARED = ".katago"
 T = TypeVar("T")
 
 
@@ -95,17 +93,6 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     return RunOptions(visits=args.visits, ownership=args.ownership,
                       max_in_flight=args.max_in_flight, max_restarts=args.max_restarts,
                       review=args.review, timeout=args.katago_timeout)
-
-
-def prepared_katago() -> KataGoPaths | None:
-    """The KataGo ``make katago`` prepared: in the working folder, else in the repository
-    this package lives in."""
-    for root in (Path.cwd() / PREPARED, Path(orchestrator.__file__).resolve().parents[1]
-                 / PREPARED):
-        paths = KataGoPaths(root.resolve())
-        if not paths.missing():
-            return paths
-    return None
 
 
 def engine_files(args: argparse.Namespace) -> EngineFiles:
