@@ -4,6 +4,7 @@ help layout and argument types."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Mapping
 
 from orchestrator.files import MAX_SGF_BYTES, MiB
@@ -56,6 +57,18 @@ def _whole(text: str, least: int) -> int:
     if value < least:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= {least}")
     return value
+
+
+def parse_anchor(text: str) -> tuple[str, float]:
+    """An argparse type: ``PLAYER=ELO``, a rating fixed (go19 report, go19 review)."""
+    name, sep, value = text.rpartition("=")
+    try:
+        elo = float(value)
+    except ValueError:
+        elo = math.nan
+    if not sep or not name or not math.isfinite(elo):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected PLAYER=ELO, e.g. gnugo-l0=0")
+    return name, elo
 
 
 def add_max_file_mib(parser: argparse.ArgumentParser) -> None:

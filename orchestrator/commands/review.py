@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import SUMMARIES, examples, label, label_ray
-from orchestrator.commands.report import parse_anchor
+from orchestrator.commands import SUMMARIES, examples, label, label_ray, parse_anchor
 from orchestrator.label.store import MANIFEST
 from orchestrator.recordings import RunName, is_run_dir
 from orchestrator.report.build import ReportError, default_out, write_report
