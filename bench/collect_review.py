@@ -40,8 +40,8 @@ sys.path.insert(0, str(REPO))
 
 from orchestrator.collect.review import LiveReview, ReviewOptions  # noqa: E402
 from orchestrator.collect.run import CollectOptions, collect  # noqa: E402
-from orchestrator.commands.label import prepared_katago  # noqa: E402
 from orchestrator.events import Event, GameRecorded, GameReviewed, GameStarted  # noqa: E402
+from orchestrator.label.config import prepared_katago  # noqa: E402
 
 
 def matchup(folder: Path, move_cap: int) -> Path:

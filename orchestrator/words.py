@@ -1,7 +1,10 @@
 """How go19's messages count things: ``plural(1, "file")`` is ``1 file``, ``plural(2,
-"file")`` ``2 files`` (a summary often counts one of something)."""
+"file")`` ``2 files`` (a summary often counts one of something); ``found_line``, what an
+input held when a command found nothing in it to work on."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
@@ -17,3 +20,17 @@ def some(names: list[str], shown: int = 3) -> str:
     if len(names) > 1:
         return f"{', '.join(names[:-1])} and {names[-1]}"
     return "".join(names)
+
+
+def found_line(files: int, games: int, rejected: Mapping[str, int],
+               skipped: Mapping[str, int], void_files: int) -> str:
+    """What an input held, for commands that found nothing to work on: files, games,
+    and the games refused, by reason."""
+    def by_reason(counts: Mapping[str, int]) -> str:
+        parts = [f"{reason} {n}" for reason, n in sorted(counts.items()) if n]
+        return f" ({', '.join(parts)})" if parts else ""
+
+    text = (f"{plural(files, 'SGF file')}, {plural(games, 'game')}: "
+            f"rejected {sum(rejected.values())}"
+            f"{by_reason(rejected)}, skipped {sum(skipped.values())}{by_reason(skipped)}")
+    return text + (f"; {void_files} in void folders" if void_files else "")

@@ -13,8 +13,11 @@ repository. A bug the fuzz run finds becomes an ``@example(...)`` on the test, s
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +42,30 @@ requires_real_sgf = pytest.mark.skipif(
 requires_gnugo = pytest.mark.skipif(
     GNUGO is None, reason="GNU Go not installed (apt-get install gnugo; .ci/run does this)"
 )
+
+
+
+def go19_here(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``go19 ARGS`` run in this process, in ``cwd`` (default: where the test runs): its exit
+    status (argparse's exit included) and its stdout and stderr, as a subprocess's would be,
+    without the interpreter's start (0.5-1 s a command on a busy machine). For tests that
+    check only those; a test of the real process (signals, Ctrl-C, its environment, the
+    installed entry point, its memory) starts one. An exception the command raises is
+    raised here, where a subprocess would print its traceback and exit 1."""
+    from orchestrator.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd or Path.cwd()), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        try:
+            status = main([str(a) for a in args])
+        except SystemExit as exc:  # argparse: a usage error (2), or --help / --version (0)
+            if isinstance(exc.code, str):
+                print(exc.code, file=err)
+            status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return subprocess.CompletedProcess([str(a) for a in args], status, out.getvalue(),
+                                       err.getvalue())
+
 
 FUZZ_DATABASE = (
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "go19" / "hypothesis"

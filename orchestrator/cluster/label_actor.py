@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 import trio
 
-import orchestrator
-from orchestrator.label.config import KataGoPaths
+from orchestrator.label.config import prepared_katago
 from orchestrator.label.engine import KataGoDied, KataGoEngine, open_katago
 from orchestrator.label.games import LabelGame
 from orchestrator.label.run import (
@@ -42,8 +41,6 @@ from orchestrator.label.run import (
     RunResult,
 )
 from orchestrator.words import plural
-
-PREPARED = ".katago"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +56,7 @@ class EngineSpec:
     opencl_threads: int | None = None
 
     def resolve(self, slot: int) -> EngineFiles:
-        prepared = node_katago()
+        prepared = prepared_katago()  # this node's
         picked = []
         for given, what, attr in ((self.binary, "binary", "binary"),
                                   (self.model, "model", "model"),
@@ -76,17 +73,6 @@ class EngineSpec:
             tempfile.gettempdir()) / "go19-label"
         log = logs / f"katago-engine-{slot}-{os.getpid()}.log"
         return EngineFiles(picked[0], picked[1], picked[2], log)
-
-
-def node_katago() -> KataGoPaths | None:
-    """The KataGo ``make katago`` prepared on this node: in the working folder, else in
-    the repository the installed package lives in."""
-    for root in (Path.cwd() / PREPARED,
-                 Path(orchestrator.__file__).resolve().parents[1] / PREPARED):
-        paths = KataGoPaths(root.resolve())
-        if not paths.missing():
-            return paths
-    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,13 @@
 """One module per go19 subcommand (see orchestrator/cli.py), and what they share: the
-help layout, argument types and the one line that says what an input held."""
+help layout and argument types."""
 
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Mapping
 
 from orchestrator.files import MAX_SGF_BYTES, MiB
-from orchestrator.words import plural
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -39,20 +39,6 @@ def examples(*lines: str) -> str:
     return "\n".join(["examples:", *(f"  {line}" for line in lines)])
 
 
-def found_line(files: int, games: int, rejected: Mapping[str, int],
-               skipped: Mapping[str, int], void_files: int) -> str:
-    """What an input held, for commands that found nothing to work on: files, games,
-    and the games refused, by reason."""
-    def by_reason(counts: Mapping[str, int]) -> str:
-        parts = [f"{reason} {n}" for reason, n in sorted(counts.items()) if n]
-        return f" ({', '.join(parts)})" if parts else ""
-
-    text = (f"{plural(files, 'SGF file')}, {plural(games, 'game')}: "
-            f"rejected {sum(rejected.values())}"
-            f"{by_reason(rejected)}, skipped {sum(skipped.values())}{by_reason(skipped)}")
-    return text + (f"; {void_files} in void folders" if void_files else "")
-
-
 def positive_int(text: str) -> int:
     """An argparse type: a whole number >= 1."""
     return _whole(text, 1)
@@ -71,6 +57,18 @@ def _whole(text: str, least: int) -> int:
     if value < least:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number >= {least}")
     return value
+
+
+def parse_anchor(text: str) -> tuple[str, float]:
+    """An argparse type: ``PLAYER=ELO``, a rating fixed (go19 report, go19 review)."""
+    name, sep, value = text.rpartition("=")
+    try:
+        elo = float(value)
+    except ValueError:
+        elo = math.nan
+    if not sep or not name or not math.isfinite(elo):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected PLAYER=ELO, e.g. gnugo-l0=0")
+    return name, elo
 
 
 def add_max_file_mib(parser: argparse.ArgumentParser) -> None:

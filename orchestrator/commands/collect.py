@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print("collect: --standings-every must be 0 or more", file=sys.stderr)
         return EXIT_INPUT
     resume = Path(args.resume) if isinstance(args.resume, str) else args.resume
+    katago = _katago(args)
     options = CollectOptions(
         matchup_path=args.matchup,
         games=args.games,
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         dashboard=not args.no_dashboard and sys.stdout.isatty(),
         wait_endpoints_s=args.wait_endpoints,
         strict_audit=args.strict_audit,
-        katago=_katago(args),
+        katago=katago,
     )
     from orchestrator.collect.dashboard import Dashboard
     from orchestrator.collect.standings import PlainLog, plain_log
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         view = _with_web_page(args.web, args.web_allow_host, report, view)
         if view is None:
             return EXIT_INPUT
-    review = _review(args)
+    review = _review(args, katago)
     if isinstance(review, int):
         return review
     try:
@@ -251,32 +252,26 @@ def next_steps(run_dir: Path, report: Path | None) -> str:
 
 
 def _katago(args: argparse.Namespace) -> EngineFiles | str:
-    """The KataGo of ``[adjudicate]`` (the one --review takes), or why there is none."""
-    from orchestrator.commands.label import engine_files
+    """The KataGo of ``[adjudicate]`` and ``--review`` (go19 label's checks of its files;
+    their logs go elsewhere here), or why there is none."""
+    from orchestrator.label.job import KataGoChoice
     from orchestrator.label.store import LabelError
 
     try:
-        return engine_files(argparse.Namespace(katago=args.katago, model=args.model,
-                                                config=args.config, out=Path(".")))
+        return KataGoChoice(args.katago, args.model, args.config).files(Path("katago.log"))
     except LabelError as exc:
         return str(exc)
 
 
-def _review(args: argparse.Namespace) -> LiveReview | None | int:
+def _review(args: argparse.Namespace, katago: EngineFiles | str) -> LiveReview | None | int:
     """The live review ``--review`` asks for, None without it, or the exit status after
     one line (no KataGo)."""
     if not args.review:
         return None
-    from orchestrator.commands.label import engine_files
-    from orchestrator.label.store import LabelError
-
-    try:  # go19 label's checks of KataGo's files (its log goes elsewhere here)
-        files = engine_files(argparse.Namespace(katago=args.katago, model=args.model,
-                                                config=args.config, out=Path(".")))
-    except LabelError as exc:
-        print(f"collect: --review: {exc}", file=sys.stderr)
+    if isinstance(katago, str):
+        print(f"collect: --review: {katago}", file=sys.stderr)
         return EXIT_INPUT
-    return LiveReview(ReviewOptions(files.binary, files.model, files.config,
+    return LiveReview(ReviewOptions(katago.binary, katago.model, katago.config,
                                     engines=args.review_engines, visits=args.visits,
                                     timeout=args.katago_timeout))
 

@@ -15,7 +15,6 @@ from orchestrator.commands import (
     count_int,
     dataset_ray,
     examples,
-    found_line,
     max_file_bytes,
     positive_int,
 )
@@ -32,7 +31,7 @@ from orchestrator.label.store import LabelError, LabelSet
 from orchestrator.positions.samples import GameRead
 from orchestrator.prompt import PromptError, read_template
 from orchestrator.sgf import TooLarge
-from orchestrator.words import plural
+from orchestrator.words import found_line, plural
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

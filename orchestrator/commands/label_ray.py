@@ -1,18 +1,15 @@
-"""`go19 label ... --ray [ADDRESS]`: the label command over Ray actors (one per KataGo).
-
-Only the engines differ from the single-engine path: the games, the folder, ``--resume``,
-the summary and the exit statuses are the same (:mod:`orchestrator.commands.label`).
-"""
+"""`go19 label ... --ray [ADDRESS]` (also `go19 review`'s): the options of the label job over
+Ray actors, one per KataGo (:mod:`orchestrator.cluster.label_job`)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from contextlib import nullcontext
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from orchestrator.commands import positive_int
+
+if TYPE_CHECKING:
+    from orchestrator.cluster.label_job import RayJob
 
 LOCAL = "local"
 
@@ -42,55 +39,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                        help="CPUs Ray reserves per engine (default 1)")
 
 
-def run(args: argparse.Namespace) -> int:
-    # Imported here: commands.label imports this module for its options.
-    from orchestrator.cluster.label import ClusterOptions, RayLabelRun
-    from orchestrator.cluster.label_actor import EngineSpec
-    from orchestrator.cluster.ray_session import (
-        ClusterError,
-        check_address,
-        import_ray,
-        ray_session,
-    )
-    from orchestrator.commands.label import finish, open_folder, run_options
-    from orchestrator.label.progress import PlainReporter, RichReporter
+def ray_job(args: argparse.Namespace) -> RayJob | None:
+    """Where ``--ray`` runs the engines, or None without it (the cluster package is
+    imported only then)."""
+    if args.ray is None:
+        return None
+    from orchestrator.cluster.label import ClusterOptions
+    from orchestrator.cluster.label_job import RayJob
 
-    options = run_options(args)
-    given = {name: None if getattr(args, name) is None else str(Path(getattr(args, name))
-                                                                  .resolve())
-             for name in ("katago", "model", "config")}
-    threads = None if args.gpus_per_engine else max(1, round(args.cpus_per_engine))
-    spec = EngineSpec(binary=given["katago"], model=given["model"], config=given["config"],
-                      log_dir=str(args.out.resolve()), opencl_threads=threads)
-    cluster = ClusterOptions(engines=args.engines, gpus_per_engine=args.gpus_per_engine,
-                             cpus_per_engine=args.cpus_per_engine)
-    address = None if args.ray == LOCAL else args.ray
-    try:
-        check_address(address)
-        import_ray()  # before anything is written
-    except ClusterError as exc:
-        print(f"label: {exc}", file=sys.stderr)
-        return 2
-    # Input without a game to label is refused as plain `label` refuses it: before Ray
-    # starts, nothing written.
-    opened = open_folder(args, options, lambda _: None, refuse_empty=True)
-    if isinstance(opened, int):
-        return opened
-    _, games, void_files, writer = opened
-    tty = sys.stderr.isatty()
-    reporter = RichReporter() if tty else PlainReporter()
-    label_run = RayLabelRun(writer, spec, options, cluster, reporter)
-
-    def label() -> None:
-        shown = reporter if isinstance(reporter, RichReporter) else nullcontext()
-        with ray_session(address, num_cpus=None) as ray, shown:
-            label_run.run(ray, games)
-
-    def more() -> dict[str, Any]:
-        return {"ray": {"address": args.ray, "engines": cluster.engines,
-                        "gpus_per_engine": cluster.gpus_per_engine,
-                        "cpus_per_engine": cluster.cpus_per_engine,
-                        "nodes": sorted({s.node for s in label_run.slots if s.node})}}
-
-    return finish(label, label_run, writer, options, args, games,
-                  void_files, fatal=(ClusterError,), more=more)
+    return RayJob(None if args.ray == LOCAL else args.ray,
+                  ClusterOptions(engines=args.engines, gpus_per_engine=args.gpus_per_engine,
+                                 cpus_per_engine=args.cpus_per_engine))

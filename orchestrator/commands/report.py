@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
-from orchestrator.commands import SUMMARIES, examples
+from orchestrator.commands import SUMMARIES, examples, parse_anchor
 from orchestrator.report.build import ReportError, default_out, write_report
-
-
-def parse_anchor(text: str) -> tuple[str, float]:
-    name, sep, value = text.rpartition("=")
-    try:
-        elo = float(value)
-    except ValueError:
-        elo = math.nan
-    if not sep or not name or not math.isfinite(elo):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected PLAYER=ELO, e.g. gnugo-l0=0")
-    return name, elo
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """`go19 review RUN_DIR... [--labels DIR] [--out REPORT_DIR]`: KataGo labels for a run's
-games (into RUN_DIR/labels, through `go19 label --review`), then the run's report with its
-move-quality section (docs/review.md)."""
+games (into RUN_DIR/labels, as `go19 label --review` labels them: the same job), then the
+run's report with its move-quality section (docs/review.md)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import SUMMARIES, examples, label, label_ray
-from orchestrator.commands.report import parse_anchor
+from orchestrator.commands import SUMMARIES, examples, label, label_ray, parse_anchor
 from orchestrator.label.store import MANIFEST
 from orchestrator.recordings import RunName, is_run_dir
 from orchestrator.report.build import ReportError, default_out, write_report
@@ -56,9 +55,8 @@ def _label(args: argparse.Namespace, run_dir: Path) -> int:
         print(f"review: {folder} already holds labels: --resume labels the games still "
               f"missing, --labels {folder} uses them as they are", file=sys.stderr)
         return 2
-    options = {**vars(args), "inputs": [run_dir], "out": folder, "review": True,
-               "run": RunName.of(run_dir)}
-    return int(label.run(argparse.Namespace(**options)))
+    job = label.label_job(args, [run_dir], folder, review=True, run=RunName.of(run_dir))
+    return label.run_job(job, label_ray.ray_job(args))
 
 
 def run(args: argparse.Namespace) -> int:

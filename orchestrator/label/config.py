@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+import orchestrator
 from orchestrator.files import atomic_write
 
+PREPARED = ".katago"  # the folder `make katago` prepares, in the repository
 TUNER_RESOURCE = "opencl-tune-cpu.txt"
 MODEL_NAME = "b10c384h6nbttflrs.bin.gz"
 KATAGO_VERSION = "1.18.1"
@@ -58,6 +60,17 @@ class KataGoPaths:
     def missing(self) -> list[Path]:
         """What a prepared KataGo needs and is not there."""
         return [p for p in (self.binary, self.model, self.config, self.tuner) if not p.is_file()]
+
+
+def prepared_katago() -> KataGoPaths | None:
+    """The KataGo ``make katago`` prepared: in the working folder, else in the repository
+    this package lives in (on a Ray node, that node's)."""
+    for root in (Path.cwd() / PREPARED, Path(orchestrator.__file__).resolve().parents[1]
+                 / PREPARED):
+        paths = KataGoPaths(root.resolve())
+        if not paths.missing():
+            return paths
+    return None
 
 
 @dataclass(frozen=True, slots=True)

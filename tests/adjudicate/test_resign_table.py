@@ -16,8 +16,8 @@ from orchestrator.label.games import select_games
 from orchestrator.label.run import RunOptions
 from orchestrator.label.store import LabelWriter, empty_labels
 from orchestrator.quality.resign import PlayedGame, first_resignation, wilson
+from tests.conftest import go19_here
 from tests.report.synth import Game, journal_line
-from tests.review.conftest import go19_here
 
 RUN = "hand-20261201-120000"
 POINTS = ("dd", "pp", "dp", "pd", "jj", "cc", "qq", "cq", "qc", "kk")  # no captures

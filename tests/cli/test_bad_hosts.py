@@ -5,19 +5,13 @@ UnicodeError inside the resolver); now one line and exit 2, from the real comman
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import go19_here
 
 BAD_HOSTS = ["a..b", "x" * 64 + ".example", "10.0.0..5"]
-
-
-def go19(*args: object, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
 def refusal(result: subprocess.CompletedProcess[str]) -> str:
@@ -31,13 +25,13 @@ def refusal(result: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.mark.parametrize("host", BAD_HOSTS)
 def test_go19_ping(host: str) -> None:
-    line = refusal(go19("ping", f"{host}:5019"))
+    line = refusal(go19_here("ping", f"{host}:5019"))
     assert line.startswith(f"ping: bad endpoint '{host}:5019': bad host name")
 
 
 @pytest.mark.parametrize("command", ["serve", "play"])
 def test_serve_and_play_host(command: str) -> None:
-    line = refusal(go19(command, "--host", "a..b", "--port", "0"))
+    line = refusal(go19_here(command, "--host", "a..b", "--port", "0"))
     assert line.startswith(f"{command}: --host: bad host name 'a..b': empty label")
 
 
@@ -53,8 +47,8 @@ kind = "heuristic"
 black = "far"
 white = "ai"
 """)
-    line = refusal(go19("collect", "--matchup", matchup, "--games", "1",
-                        "--recordings", tmp_path / "rec", "--no-dashboard"))
+    line = refusal(go19_here("collect", "--matchup", matchup, "--games", "1",
+                             "--recordings", tmp_path / "rec", "--no-dashboard"))
     assert line.startswith(f"collect: {matchup}: players.far.replicas[1]: 'a..b:5019': "
                            "bad host name 'a..b': empty label")
     assert not (tmp_path / "rec").exists()

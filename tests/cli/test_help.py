@@ -6,13 +6,11 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 from orchestrator.cli import build_parser
-from tests.conftest import REPO
+from tests.conftest import go19_here
 
 WORKFLOW = ["collect", "report", "gate", "replay", "dataset", "label", "review", "adjudicate",
             "serve", "ping"]
@@ -44,8 +42,7 @@ def option_entries(help_text: str) -> dict[str, str]:
 
 
 def test_go19_help_lists_the_commands_in_workflow_order() -> None:
-    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "--help"], cwd=REPO,
-                            capture_output=True, text=True, timeout=60)
+    result = go19_here("--help")
     assert result.returncode == 0, result.stderr
     listed = [line.split()[0] for line in result.stdout.splitlines()
               if re.match(r"^    \w", line)]
@@ -94,8 +91,7 @@ def test_a_bad_option_value_is_one_line_and_status_2(capsys) -> None:
 def test_dataset_help_names_every_action_and_the_dpo_pairs() -> None:
     """Issue 30, item 11: `go19 dataset --help` spoke of building and checking only, and its
     export line of parquet and jsonl, not of the DPO pairs."""
-    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "dataset", "--help"],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = go19_here("dataset", "--help")
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
     description = text.split(" positional arguments:")[0]

@@ -1,26 +1,23 @@
-"""`go19 ping` of OpenAI-compatible base URLs, as a process against the real HTTP server of
-tests/players: the models listed one a line, `--model` served or not (exit 1 with the names
-served), a GO19 endpoint and a base URL in one call, a bad URL refused in one line."""
+"""`go19 ping` of OpenAI-compatible base URLs against the real HTTP server of tests/players
+(the command run in a worker thread of this process, the servers on the test's loop): the
+models listed one a line, `--model` served or not (exit 1 with the names served), a GO19
+endpoint and a base URL in one call, a bad URL refused in one line."""
 
 from __future__ import annotations
 
-import sys
 from functools import partial
 
 import trio
 
 from orchestrator.players.random_player import RandomPlayer
 from orchestrator.serve import serve_go19
-from tests.conftest import REPO
+from tests.conftest import go19_here
 from tests.players.openai_server import DEEP_JSON, LOCALHOST, OpenAIServer
-
-CLI = [sys.executable, "-m", "orchestrator.cli", "ping"]
 
 
 async def ping(*args: str) -> tuple[int, str, str]:
-    done = await trio.run_process([*CLI, *args], cwd=REPO, capture_stdout=True,
-                                  capture_stderr=True, check=False)
-    return done.returncode, done.stdout.decode(), done.stderr.decode()
+    done = await trio.to_thread.run_sync(partial(go19_here, "ping", *args))
+    return done.returncode, done.stdout, done.stderr
 
 
 async def test_a_base_url_lists_its_models_or_checks_one(nursery) -> None:

@@ -3,22 +3,16 @@ finished games: a real run over loopback against two embedded GO19 servers."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.collect.test_collect_e2e import matchup
-from tests.conftest import REPO
+from tests.conftest import go19_here
 
 
 def test_standings_block_every_two_games(tmp_path: Path) -> None:
     path = matchup(tmp_path, concurrency=1)
-    cmd = [sys.executable, "-m", "orchestrator.cli", "collect", "--matchup", str(path),
-           "--games", "4", "--recordings", str(tmp_path / "rec"), "--no-dashboard",
-           "--no-report", "--standings-every", "2"]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    done = go19_here("collect", "--matchup", path, "--games", "4", "--recordings",
+                     tmp_path / "rec", "--no-dashboard", "--no-report", "--standings-every", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     heads = [i for i, line in enumerate(lines) if "Results of strong vs weak" in line]

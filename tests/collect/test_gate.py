@@ -6,8 +6,6 @@ before ``min_games``, and what it is reported with are the games it decided on."
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import random
 from pathlib import Path
@@ -16,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 import trio
 
-from orchestrator.cli import main
 from orchestrator.collect.collector import Collector
 from orchestrator.collect.matchup import Matchup
 from orchestrator.collect.recorder import Recorder
@@ -27,6 +24,7 @@ from orchestrator.collect.state import RunState
 from orchestrator.events import GateDecided
 from orchestrator.recordings import JournalRecord, read_journal, read_run_file
 from tests.collect.schedule_walk import arrival_walk, points, schedule_walk
+from tests.conftest import go19_here
 
 MATCHUP = """
 [run]
@@ -93,14 +91,6 @@ def lopsided(tmp_path_factory) -> SimpleNamespace:
 
 def records(run_dir: Path) -> list[JournalRecord]:
     return read_journal(run_dir / "games.jsonl").records
-
-
-def go19(*args: object) -> SimpleNamespace:
-    """The command line run in this process, its output captured."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main([str(a) for a in args])
-    return SimpleNamespace(status=status, out=out.getvalue(), err=err.getvalue())
 
 
 def gated_collector(run_dir: Path, tmp_path: Path) -> Collector:
@@ -170,11 +160,11 @@ def test_collect_stops_at_the_gate_never_before_min_games(lopsided) -> None:
 
 
 def test_go19_gate_makes_collects_decision_from_the_journal(lopsided) -> None:
-    result = go19("gate", lopsided.run_dir)
-    assert result.status == 0, result.err
-    assert result.out == stop_reason(lopsided.summary.state.stop) + "\n"
+    result = go19_here("gate", lopsided.run_dir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == stop_reason(lopsided.summary.state.stop) + "\n"
     report = json.loads((lopsided.run_dir / "gate.json").read_text())
-    assert report["decision"] == "accept" and report["line"] == result.out.strip()
+    assert report["decision"] == "accept" and report["line"] == result.stdout.strip()
     assert report["llr"] == pytest.approx(lopsided.summary.state.gate.llr, abs=1e-4)
 
 
@@ -185,9 +175,9 @@ def test_go19_gate_makes_collects_decision_from_the_journal(lopsided) -> None:
 ])
 def test_go19_gate_exit_status_is_the_decision(lopsided, tmp_path, args, status, start) -> None:
     out = tmp_path / "gate.json"
-    result = go19("gate", lopsided.run_dir, *args, "--out", out)
-    assert result.status == status, result.err
-    assert result.out.startswith(start) and result.out.count("\n") == 1
+    result = go19_here("gate", lopsided.run_dir, *args, "--out", out)
+    assert result.returncode == status, result.stderr
+    assert result.stdout.startswith(start) and result.stdout.count("\n") == 1
     assert json.loads(out.read_text())["decision"] == {0: "accept", 1: "reject",
                                                        5: "undecided"}[status]
 
@@ -195,11 +185,11 @@ def test_go19_gate_exit_status_is_the_decision(lopsided, tmp_path, args, status,
 def test_gate_json_holds_the_counted_games(mixed_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "gate.json"
     args = [f"--{k.replace('_', '-')}={v}" for k, v in MIXED_GATE.items()]
-    result = go19("gate", mixed_run, *args, "--out", out)
+    result = go19_here("gate", mixed_run, *args, "--out", out)
     report = json.loads(out.read_text())
     games = records(mixed_run)
     walked = schedule_walk(games, "strong", 0, 150, min_games=10)
-    assert result.status == {"H1": 0, "H0": 1}[walked.decision or ""]
+    assert result.returncode == {"H1": 0, "H0": 1}[walked.decision or ""]
     assert report["games"] == walked.games and report["pairs"] == walked.games // 2
     counted = sorted(games, key=lambda r: r.slot or 0)[:walked.games]
     as_black = [points(r, "strong") for r in counted if r.black == "strong"]
@@ -247,8 +237,9 @@ def test_bad_input_is_one_line(mixed_run: Path, lopsided, tmp_path: Path) -> Non
         "elo1 must be greater than elo0": (lopsided.run_dir, "--elo0", "50"),
     }
     for message, args in cases.items():
-        result = go19("gate", *args)
-        assert result.status == 2, (args, result)
-        assert result.out == "" and result.err.count("\n") == 1, (args, result.err)
-        assert result.err.startswith("gate: ") and message in result.err, (args, result.err)
+        result = go19_here("gate", *args)
+        err = result.stderr
+        assert result.returncode == 2, (args, result)
+        assert result.stdout == "" and err.count("\n") == 1, (args, err)
+        assert err.startswith("gate: ") and message in err, (args, err)
     assert not (mixed_run / "gate.json").exists()

@@ -21,7 +21,7 @@ from orchestrator.collect.matchup import load_matchup
 from orchestrator.collect.preflight import EndpointsUnreachable, check_endpoints
 from orchestrator.players.random_player import RandomPlayer
 from orchestrator.serve import serve_go19
-from tests.conftest import GNUGO, REPO, requires_gnugo
+from tests.conftest import GNUGO, REPO, go19_here, requires_gnugo
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO))
 
@@ -69,10 +69,14 @@ def reserved_port() -> Iterator[tuple[socket.socket, int]]:
         sock.close()
 
 
+def collect_args(matchup: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return ["collect", "--matchup", str(matchup), "--games", "2", "--recordings",
+            str(tmp_path / "rec"), "--no-dashboard", "--no-report", *extra]
+
+
 def collect_cmd(matchup: Path, tmp_path: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "orchestrator.cli", "collect", "--matchup", str(matchup),
-            "--games", "2", "--recordings", str(tmp_path / "rec"), "--no-dashboard",
-            "--no-report", *extra]
+    """The collect process, for the tests that talk to it while it runs."""
+    return [sys.executable, "-m", "orchestrator.cli", *collect_args(matchup, tmp_path, *extra)]
 
 
 def test_no_reachable_replica_exits_3_before_any_folder(tmp_path: Path) -> None:
@@ -80,8 +84,7 @@ def test_no_reachable_replica_exits_3_before_any_folder(tmp_path: Path) -> None:
     It used to play fallback games, void them and exit 0; now nothing is created."""
     with reserved_port() as (_, p1), reserved_port() as (_, p2):
         matchup = write(tmp_path, go19_player(p1, p2), concurrency=16)
-        done = subprocess.run(collect_cmd(matchup, tmp_path), cwd=REPO, env=ENV,
-                              capture_output=True, text=True, timeout=120)
+        done = go19_here(*collect_args(matchup, tmp_path))
     assert done.returncode == 3, done.stdout + done.stderr
     dots = [line for line in done.stdout.splitlines() if "●" in line]
     assert len(dots) == 2
@@ -105,8 +108,7 @@ def test_a_gtp_engine_that_dies_shows_its_stderr(tmp_path: Path) -> None:
                       "echo \"Could not find key 'logAllGTPCommunication'\" >&2\nexit 1\n")
     script.chmod(0o755)
     matchup = write(tmp_path, f'kind = "gtp"\ncommand = "{script} gtp"')
-    done = subprocess.run(collect_cmd(matchup, tmp_path), cwd=REPO, env=ENV,
-                          capture_output=True, text=True, timeout=120)
+    done = go19_here(*collect_args(matchup, tmp_path))
     assert done.returncode == 3, done.stdout + done.stderr
     assert f"● FAILED a {script} gtp: exited with status 1 before answering 'name'" \
         in done.stdout
@@ -221,8 +223,7 @@ def test_wait_endpoints_waits_for_a_server_started_late(tmp_path: Path) -> None:
 
 
 def test_help_documents_the_exit_codes_and_the_wait() -> None:
-    done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "collect", "--help"],
-                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=60)
+    done = go19_here("collect", "--help")
     assert done.returncode == 0
     codes = re.findall(r"^  (\d+) +\S", done.stdout.split("exit status:")[1], re.M)
     assert codes == ["0", "2", "3", "4", "130"]

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -27,16 +25,11 @@ from orchestrator.dataset import (
 from orchestrator.dataset.check import MARK_COLOR, SHEET_PX
 from orchestrator.files import sha256_file
 from orchestrator.render import point_center
-from tests.conftest import REPO
+from tests.conftest import go19_here
 from tests.dataset.games import moves, p, write_game
 
 GAME = ("Q16", "D4", "Q3", "D16", "R5", "C14", "pass", "K10", "R10", "pass", "O17", "F3",
         "C6")  # 13 moves, B to play at 1, 3, ...
-
-
-def go19(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
@@ -81,7 +74,7 @@ def test_a_corrupt_shard_is_named(dataset) -> None:
     assert len(next(shards)["move"]) == 5  # the shard before it is still readable
     with pytest.raises(DatasetError):
         next(shards)
-    result = go19("dataset", "check", dataset, "--sample", "13")
+    result = go19_here("dataset", "check", dataset, "--sample", "13")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr == f"dataset check: {shard}: sha256 does not match the manifest " \
                             "(corrupt or changed)\n"
@@ -119,11 +112,11 @@ def test_output_folder_rules(tmp_path, dataset) -> None:
 
 
 def test_bad_input_is_one_line(tmp_path) -> None:
-    result = go19("dataset", "build", tmp_path / "nowhere", "--out", tmp_path / "ds")
+    result = go19_here("dataset", "build", tmp_path / "nowhere", "--out", tmp_path / "ds")
     assert result.returncode == 2
     assert result.stderr == f"dataset build: {tmp_path / 'nowhere'}: no such file or folder\n"
     assert not (tmp_path / "ds").exists()
-    result = go19("dataset", "check", tmp_path)
+    result = go19_here("dataset", "check", tmp_path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "not found" in result.stderr
 
@@ -133,7 +126,7 @@ def test_check_sheet_marks_the_target(tmp_path) -> None:
     out = tmp_path / "ds"
     build([tmp_path / "sgf"], out, BuildOptions(max_per_game=1))  # move 1: B to play Q16
     sheet = tmp_path / "sheet.png"
-    result = go19("dataset", "check", out, "--sample", "1", "--out", sheet)
+    result = go19_here("dataset", "check", out, "--sample", "1", "--out", sheet)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "ok       #0 sgf/one.sgf move 1: B to play Q16"
     image = np.asarray(Image.open(io.BytesIO(sheet.read_bytes())).convert("RGB"))
@@ -145,10 +138,10 @@ def test_check_sheet_marks_the_target(tmp_path) -> None:
 
 
 def test_check_finds_a_changed_source(tmp_path, dataset) -> None:
-    assert go19("dataset", "check", dataset, "--sample", "13").returncode == 0
+    assert go19_here("dataset", "check", dataset, "--sample", "13").returncode == 0
     source = tmp_path / "sgf" / "game.sgf"
     source.write_bytes(source.read_bytes().replace(b"PB[b]", b"PB[someone else]"))
-    result = go19("dataset", "check", dataset, "--sample", "3")
+    result = go19_here("dataset", "check", dataset, "--sample", "3")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert len(lines) == 4 and all(line.startswith("MISMATCH") for line in lines[:3])
@@ -167,7 +160,7 @@ def test_check_finds_a_wrong_board_or_target(tmp_path, dataset) -> None:
     manifest = read_manifest(dataset)
     manifest["shards"][0].update(sha256=sha256_file(shard), bytes=shard.stat().st_size)
     (dataset / "manifest.json").write_text(json.dumps(manifest))
-    result = go19("dataset", "check", dataset, "--sample", "13")
+    result = go19_here("dataset", "check", dataset, "--sample", "13")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[2] == ("MISMATCH #2 sgf/game.sgf move 3: B to play Q3: board differs at 1 "

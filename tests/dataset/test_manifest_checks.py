@@ -5,22 +5,15 @@ exported against counts.samples 5,187). Real `go19 dataset export` and `check`."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from orchestrator.dataset import build
 from orchestrator.dataset.build import BuildOptions
-from tests.conftest import REPO
+from tests.conftest import go19_here
 
 GAME = b"(;GM[1]SZ[19]KM[6.5];B[pd];W[dp];B[pp];W[dd];B[qf];W[fq])"
-
-
-def go19(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture
@@ -40,8 +33,8 @@ def tamper(dataset: Path, change) -> None:
 
 def refused(dataset: Path, tmp_path: Path) -> tuple[str, str]:
     out = tmp_path / "ex"
-    export = go19("dataset", "export", dataset, "--out", out, "--format", "jsonl")
-    check = go19("dataset", "check", dataset)
+    export = go19_here("dataset", "export", dataset, "--out", out, "--format", "jsonl")
+    check = go19_here("dataset", "check", dataset)
     for result in (export, check):
         assert result.returncode == 2, result.stdout + result.stderr
         assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from orchestrator.dataset.check import check_sample, draw
 from orchestrator.label.store import LabelSet
+from tests.conftest import go19_here
 from tests.export.labelled_run import RUN, SGF_NAME, write_run
-from tests.review.conftest import go19_here
 
 
 def strings(value: object) -> Iterator[str]:

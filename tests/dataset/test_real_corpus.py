@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from orchestrator.files import read_sgf_file
 from orchestrator.positions.samples import read_file
 from orchestrator.rules.replay import replay_positions
 from orchestrator.rules.tactics import classify
-from tests.conftest import REAL_SGF, REPO, requires_real_sgf
+from tests.conftest import REAL_SGF, go19_here, requires_real_sgf
 from tests.dataset.games import sgfmill_positions
 
 pytestmark = requires_real_sgf
@@ -162,11 +160,7 @@ def test_workers_do_not_change_the_output(tmp_path) -> None:
 
 def test_check_cli_on_the_real_dataset(real, tmp_path) -> None:
     sheet = tmp_path / "sheet.png"
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", "dataset", "check", str(real),
-         "--sample", "20", "--seed", "7", "--out", str(sheet)],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )
+    result = go19_here("dataset", "check", real, "--sample", "20", "--seed", "7", "--out", sheet)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert sum(line.startswith("ok ") for line in lines) == 20
@@ -176,14 +170,13 @@ def test_check_cli_on_the_real_dataset(real, tmp_path) -> None:
 
 def test_cli_build_summary_and_refusal(real, tmp_path) -> None:
     out = tmp_path / "cli"
-    args = [sys.executable, "-m", "orchestrator.cli", "dataset", "build",
-            str(REAL_SGF / "encoding"), "--out", str(out), "--max-per-game", "3"]
-    first = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    args = ["dataset", "build", REAL_SGF / "encoding", "--out", out, "--max-per-game", "3"]
+    first = go19_here(*args)
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith(f"{out}: ")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["options"]["max_per_game"] == 3
-    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    again = go19_here(*args)
     assert again.returncode == 2
     assert again.stderr == f"dataset build: {out}: exists and is not empty (use --force to " \
                            "replace it)\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.dataset.shards import read_manifest
+from tests.conftest import go19_here
 from tests.export.labelled_run import MOVES, OWN, RUN, SGF_NAME, write_run
-from tests.review.conftest import go19_here
 
 
 @pytest.fixture(scope="module")

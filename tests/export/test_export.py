@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +22,7 @@ from orchestrator.export import chunk as export_write
 from orchestrator.export.chunk import ChunkResult, ExportTask
 from orchestrator.export.pipeline import ExportOptions, export
 from orchestrator.render import render_image, render_png
-from tests.conftest import REPO
+from tests.conftest import go19_here
 from tests.dataset.games import moves, p, write_game
 from tests.export.export_checks import BLACK, WHITE, decode, orientation_faults, parquet_rows
 
@@ -288,12 +286,11 @@ def test_bad_input_is_one_line_and_nothing_written(dataset, tmp_path) -> None:
 
 def test_cli_export_and_refusal(dataset, tmp_path) -> None:
     out = tmp_path / "ex"
-    go19 = [sys.executable, "-m", "orchestrator.cli", "dataset", "export", str(dataset),
-            "--out", str(out), "--format", "jsonl", "--image-px", "124"]
-    done = subprocess.run(go19, capture_output=True, text=True, cwd=REPO)
+    go19 = ["dataset", "export", dataset, "--out", out, "--format", "jsonl", "--image-px", "124"]
+    done = go19_here(*go19)
     assert done.returncode == 0, done.stderr
     assert "16 samples (jsonl)" in done.stdout
     assert "export: 16/16 samples" in done.stderr  # not a terminal: plain progress lines
-    again = subprocess.run(go19, capture_output=True, text=True, cwd=REPO)
+    again = go19_here(*go19)
     assert again.returncode == 2
     assert again.stderr.strip().count("\n") == 0 and "use --force" in again.stderr

@@ -19,6 +19,7 @@ from orchestrator.color import BLACK
 from orchestrator.players.go19 import Go19Connection
 from orchestrator.protocol import go19 as wire
 from tests.conftest import REPO
+from tests.protocol.frames import request_head, request_prefix
 
 from .server import LOCALHOST
 
@@ -96,8 +97,8 @@ async def read_to_eof(stream: trio.SocketStream) -> bytes:
 async def test_oversize_frames_are_refused_from_the_header(served: Served) -> None:
     peak_before = served.status("VmHWM")
     for head in (
-        b"GO19" + struct.pack(">I", 0xFFFFFFFF),  # a 4 GiB body
-        b"GO19" + struct.pack(">I", 6 + 81 + 2**23 + 1) + struct.pack(">BBI", 9, 1, 2**23 + 1),
+        request_prefix(0xFFFFFFFF),  # a 4 GiB body
+        request_head(9, png_len=2**23 + 1),
     ):
         stream = await trio.open_tcp_stream(LOCALHOST, served.port)
         async with stream:
@@ -256,7 +257,7 @@ def budgeted(tmp_path) -> Iterator[Served]:
 async def abort_large_frames(served: Served, ended_before: int) -> int:
     """One round of the attack; RSS (KiB) once the server has read all it was sent."""
     body = 8 * wire.MiB
-    head = b"GO19" + struct.pack(">I", body) + struct.pack(">BBI", 9, 1, body - 6 - 81)
+    head = request_head(9, png_len=body - 6 - 81)
     chunk = bytes(wire.MiB)
     streams = []
     for _ in range(ABORTED):

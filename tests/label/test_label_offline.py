@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import stat
-import subprocess
 import sys
 import textwrap
 
@@ -18,16 +17,11 @@ from orchestrator.label.games import select_games
 from orchestrator.label.join import LabelJoin
 from orchestrator.label.run import EngineFiles, LabelRun, LabelRunError, RunOptions
 from orchestrator.label.store import MANIFEST, LabelError, LabelSet, LabelWriter, empty_labels
-from tests.conftest import REPO
+from tests.conftest import go19_here
 from tests.label.sgfs import CAPTURE, MIDGAME_SETUP, MIDGAME_STONES, write_games
 
 SETTINGS = RunOptions().settings(None)
 QF = 5 * 19 + 16  # Q14, empty before every move of MIDGAME_SETUP
-
-
-def go19(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture
@@ -126,25 +120,25 @@ def test_missing_labels_are_kept_on_request(tmp_path, midgame):
 def test_dataset_cli_refuses_label_options_without_labels_and_bad_label_folders(
     tmp_path, midgame
 ):
-    result = go19("dataset", "build", midgame, "--out", tmp_path / "ds", "--target", "katago")
+    result = go19_here("dataset", "build", midgame, "--out", tmp_path / "ds", "--target", "katago")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "need --labels" in result.stderr
-    result = go19("dataset", "build", midgame, "--out", tmp_path / "ds", "--labels", tmp_path)
+    result = go19_here("dataset", "build", midgame, "--out", tmp_path / "ds", "--labels", tmp_path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "labels.json: not found" in result.stderr
 
 
 def test_label_cli_bad_input_is_one_line(tmp_path):
-    result = go19("label", tmp_path / "nowhere", "--out", tmp_path / "labels",
-                  "--katago", tmp_path / "katago", "--model", tmp_path / "m",
-                  "--config", tmp_path / "c")
+    result = go19_here("label", tmp_path / "nowhere", "--out", tmp_path / "labels",
+                       "--katago", tmp_path / "katago", "--model", tmp_path / "m",
+                       "--config", tmp_path / "c")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "--katago" in result.stderr and "no such file" in result.stderr
     for name in ("katago", "m", "c"):
         (tmp_path / name).write_text("")
-    result = go19("label", tmp_path / "nowhere", "--out", tmp_path / "labels",
-                  "--katago", tmp_path / "katago", "--model", tmp_path / "m",
-                  "--config", tmp_path / "c")
+    result = go19_here("label", tmp_path / "nowhere", "--out", tmp_path / "labels",
+                       "--katago", tmp_path / "katago", "--model", tmp_path / "m",
+                       "--config", tmp_path / "c")
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "nowhere: no such file or folder" in result.stderr
 

@@ -24,6 +24,7 @@ from orchestrator.protocol.go19 import (
     RemoteProtocolError,
     Request,
 )
+from tests.protocol.frames import request_frame, request_head, request_prefix
 
 PNG = b"\x89PNG\r\n\x1a\nfake"
 EMPTY19 = bytes(361)
@@ -70,7 +71,7 @@ def test_request_bytes_match_the_wire_format() -> None:
 
 def test_server_parses_a_hand_built_request() -> None:
     board = board19(r0c18=2, r18c0=1)
-    wire = b"GO19" + (6 + 3 + 361).to_bytes(4, "big") + b"\x13\x01" + b"\x00\x00\x00\x03PNG" + board
+    wire = request_frame(board, b"PNG")
     conn = server()
     conn.receive_data(wire)
     assert conn.next_event() == Request(19, 1, b"PNG", board)
@@ -143,30 +144,30 @@ def refused(conn: Connection, data: bytes, match: str) -> None:
 
 
 def test_oversize_body_len_refused_from_the_header_alone() -> None:
-    refused(server(), b"GO19\x80\x00\x00\x00", "body_len 2147483648 exceeds the limit of 8388608")
+    refused(server(), request_prefix(2**31), "body_len 2147483648 exceeds the limit of 8388608")
 
 
 def test_body_len_cap_is_configurable() -> None:
-    header = b"GO19" + (6 + 4 + 361).to_bytes(4, "big")
+    header = request_prefix(6 + 4 + 361)
     refused(server(Limits(max_body_len=100)), header, "body_len 371 exceeds the limit of 100")
 
 
 def test_oversize_png_len_refused_before_the_png() -> None:
-    head = b"GO19" + (6 + 5000 + 361).to_bytes(4, "big") + b"\x13\x01" + (5000).to_bytes(4, "big")
+    head = request_head(png_len=5000)
     refused(server(Limits(max_png_len=4096)), head, "png_len 5000 exceeds the limit of 4096")
 
 
 def test_body_len_must_match_png_and_board() -> None:
-    head = b"GO19" + (6 + 4 + 360).to_bytes(4, "big") + b"\x13\x01" + (4).to_bytes(4, "big")
+    head = request_head(png_len=4, body_len=6 + 4 + 360)
     refused(server(), head, r"body_len 370 != 6 \+ png_len 4 \+ 19\*19 = 371")
 
 
 def test_body_len_shorter_than_header() -> None:
-    refused(server(), b"GO19\x00\x00\x00\x05", "shorter than its header")
+    refused(server(), request_prefix(5), "shorter than its header")
 
 
 def test_board_size_must_be_allowed() -> None:
-    head = b"GO19" + (6 + 81).to_bytes(4, "big") + b"\x09\x01\x00\x00\x00\x00"
+    head = request_head(9)
     refused(server(), head, "board size 9 not allowed")
     nine = server(Limits(allowed_sizes=frozenset({9, 19})))
     nine.receive_data(head + bytes(81))
@@ -174,14 +175,14 @@ def test_board_size_must_be_allowed() -> None:
 
 
 def test_ai_side_must_be_black_or_white() -> None:
-    head = b"GO19" + (6 + 361).to_bytes(4, "big") + b"\x13\x03\x00\x00\x00\x00"
+    head = request_head(side=3)
     refused(server(), head, "ai_side 3 is neither 1 nor 2")
 
 
 def test_board_bytes_must_be_stones() -> None:
     board = bytearray(361)
     board[2 * 19 + 7] = 3
-    frame = b"GO19" + (6 + 361).to_bytes(4, "big") + b"\x13\x01\x00\x00\x00\x00" + bytes(board)
+    frame = request_frame(bytes(board))
     refused(server(), frame, "board byte 3 at row 2, col 7")
 
 
@@ -247,8 +248,7 @@ def test_remote_errors_are_sticky() -> None:
 def _failed_connection() -> weakref.ref[Connection]:
     conn = server()
     body = 1 << 20
-    head = bytes((19, 1)) + (body - 6 - 361).to_bytes(4, "big")
-    conn.receive_data(b"GO19" + body.to_bytes(4, "big") + head + bytes(64 * 1024))
+    conn.receive_data(request_head(png_len=body - 6 - 361) + bytes(64 * 1024))
     assert conn.next_event() is NEED_DATA
     conn.receive_data(b"")  # the peer went away mid-frame
     raised = 0

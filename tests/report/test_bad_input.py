@@ -4,13 +4,11 @@ report; bad command lines give one error line and a non-zero exit, never a trace
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import go19_here
 from tests.report.synth import Game, journal_line, report_json, sgf_text, write_run
 
 PLAYERS = {"alpha": {"kind": "heuristic"}, "beta": {"kind": "random"}}
@@ -22,11 +20,6 @@ def three_games(tmp_path: Path) -> Path:
     return write_run(tmp_path / "rec", "bad-20260101-000000", games, PLAYERS, ("alpha", "beta"))
 
 
-def report_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", "report", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
-    )
 
 
 def test_unparseable_lines_are_skipped_with_file_and_line(tmp_path: Path, capsys) -> None:
@@ -82,8 +75,8 @@ def test_sgf_without_journal_line_is_rebuilt_from_its_record(tmp_path: Path) -> 
 def test_folders_that_are_not_runs_are_skipped(tmp_path: Path) -> None:
     run_dir = three_games(tmp_path)
     (tmp_path / "notes").mkdir()
-    result = report_cli(str(run_dir), str(tmp_path / "notes"), str(tmp_path / "nowhere"),
-                        "--out", str(tmp_path / "out"))
+    result = go19_here("report", run_dir, tmp_path / "notes", tmp_path / "nowhere",
+                       "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     assert (f"report: warning: skipping {tmp_path / 'notes'}: not a go19 run folder "
             "(no run.json or games.jsonl)") in result.stderr.splitlines()
@@ -103,7 +96,7 @@ def test_command_line_errors_are_one_line(tmp_path: Path, args: list[str], messa
     run_dir = three_games(tmp_path)
     (tmp_path / "notes").mkdir()
     args = [a.format(tmp=tmp_path, run=run_dir) for a in args]
-    result = report_cli(*args, "--out", str(tmp_path / "out"))
+    result = go19_here("report", *args, "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -112,11 +105,7 @@ def test_command_line_errors_are_one_line(tmp_path: Path, args: list[str], messa
 
 def test_default_out_folder_is_reports_run_name(tmp_path: Path) -> None:
     run_dir = three_games(tmp_path)
-    result = subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", "report", str(run_dir)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-    )
+    result = go19_here("report", run_dir, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "reports" / run_dir.name / "report.html").is_file()
     assert "alpha vs beta" in result.stdout
@@ -131,7 +120,7 @@ def test_deep_json_in_labels_and_run_files_is_one_warning_each(tmp_path: Path) -
     labels.mkdir()
     (labels / "labels.json").write_bytes(b"[" * 200_000)
     (run_dir / "run.json").write_bytes(b"[" * 200_000)
-    result = report_cli(str(run_dir), "--labels", str(labels), "--out", str(tmp_path / "out"))
+    result = go19_here("report", run_dir, "--labels", labels, "--out", tmp_path / "out")
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     deep = [line for line in result.stderr.splitlines() if "nested deeper than 200" in line]

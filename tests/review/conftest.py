@@ -5,8 +5,6 @@ cut to two games of 6 moves, then `go19 review` on it, which labels its 2 x 7 po
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import subprocess
 import sys
@@ -16,7 +14,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator.cli import main
 from tests.conftest import REPO
 
 MOVE_CAP = 6
@@ -30,15 +27,6 @@ def go19(*args: object, cwd: Path = REPO,
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "orchestrator.cli", *map(str, args)],
                           cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def go19_here(*args: object) -> subprocess.CompletedProcess[str]:
-    """The same command line run in this process (no interpreter start-up), for commands
-    that start no engine; its stdout and stderr captured."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main([str(a) for a in args])
-    return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
 
 
 def short_demo(folder: Path) -> Path:

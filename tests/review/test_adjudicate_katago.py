@@ -9,8 +9,9 @@ import hashlib
 import json
 
 from orchestrator.label.store import LabelSet
+from tests.conftest import go19_here
 from tests.label.conftest import requires_katago
-from tests.review.conftest import GAMES, MOVE_CAP, go19_here
+from tests.review.conftest import GAMES, MOVE_CAP
 
 pytestmark = requires_katago
 

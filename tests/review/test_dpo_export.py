@@ -17,8 +17,8 @@ from orchestrator.dataset.shards import iter_shards, read_manifest, sgf_file
 from orchestrator.export.dpo import STYLES
 from orchestrator.files import read_sgf_file
 from orchestrator.label.store import LabelSet
+from tests.conftest import go19_here
 from tests.label.conftest import requires_katago
-from tests.review.conftest import go19_here
 
 datasets = pytest.importorskip("datasets", reason="datasets is in the test extra")
 pytestmark = requires_katago

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
+from tests.conftest import go19_here
 from tests.label.conftest import requires_katago
-from tests.review.conftest import GAMES, go19_here
+from tests.review.conftest import GAMES
 
 pytestmark = requires_katago
 

@@ -22,9 +22,9 @@ from orchestrator.label.store import MANIFEST, LabelSet
 from orchestrator.render import point_center
 from orchestrator.report.quality_pictures import KATAGO, PLAYED, PX
 from orchestrator.rules.replay import replay
-from tests.conftest import REPO
+from tests.conftest import REPO, go19_here
 from tests.label.conftest import requires_katago
-from tests.review.conftest import GAMES, MOVE_CAP, go19_here
+from tests.review.conftest import GAMES, MOVE_CAP
 
 pytestmark = requires_katago
 

@@ -9,10 +9,11 @@ import trio
 
 from orchestrator.players.heuristic import HeuristicPlayer
 from orchestrator.serve import ServerStats
+from tests.protocol.frames import request_head, request_prefix
 
 from .conftest import LOCALHOST, GateEngine, RecordingEngine, start_server
 
-REQUEST_HEAD = b"GO19" + (6 + 361).to_bytes(4, "big") + b"\x13\x01\x00\x00\x00\x00"
+REQUEST_HEAD = request_head()
 
 
 def error_frame(message: str) -> bytes:
@@ -35,7 +36,7 @@ async def test_oversize_body_len_refused_without_reading_the_body(nursery) -> No
     stats = ServerStats()
     port = await start_server(nursery, RecordingEngine(), stats=stats)
     # Only the 8-byte header is ever sent: an answer proves the server did not wait for 2 GiB.
-    reply = await send_then_read_to_eof(port, b"GO19" + (2**31).to_bytes(4, "big"))
+    reply = await send_then_read_to_eof(port, request_prefix(2**31))
     assert reply == error_frame(
         "bad frame: request body_len 2147483648 exceeds the limit of 8388608"
     )
@@ -82,7 +83,7 @@ async def test_bad_board_byte_is_named_in_the_error_frame(nursery) -> None:
 
 async def test_unsupported_board_size_is_refused(nursery) -> None:
     port = await start_server(nursery, RecordingEngine())
-    head = b"GO19" + (6 + 81).to_bytes(4, "big") + b"\x09\x01\x00\x00\x00\x00"
+    head = request_head(9)
     reply = await send_then_read_to_eof(port, head)
     assert reply == error_frame("bad frame: request board size 9 not allowed (allowed: 19)")
     nine = await start_server(nursery, RecordingEngine(vertex="E5"), allowed_sizes=(9, 19))

@@ -13,18 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, go19_here
 
 MiB = 1 << 20
 # Runs a command and prints its peak RSS in KiB (the wrapper's only child).
 PEAK = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True);"
         " sys.stderr.buffer.write(r.stdout + r.stderr);"
         " print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
-def go19(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
 def peak_mib(*args: object) -> float:
@@ -40,13 +35,13 @@ def test_a_file_over_the_cap_is_refused_unread_in_one_line(tmp_path: Path) -> No
     big.parent.mkdir()
     big.write_bytes(b"(;" + b"C[1]" * (3 * MiB // 8) + b")")  # 1.5 MiB
     (tmp_path / "in" / "game.sgf").write_bytes(b"(;SZ[19];B[pd];W[dp])")
-    replay = go19("replay", tmp_path / "in", "--max-file-mib", "1")
+    replay = go19_here("replay", tmp_path / "in", "--max-file-mib", "1")
     assert replay.returncode == 0
     assert replay.stdout.splitlines()[0] == (
         f"{big}: rejected (too-large): 1.5 MiB, over the limit of 1 MiB a file may have "
         "(--max-file-mib)")
-    build = go19("dataset", "build", tmp_path / "in", "--out", tmp_path / "ds",
-                 "--max-file-mib", "1")
+    build = go19_here("dataset", "build", tmp_path / "in", "--out", tmp_path / "ds",
+                      "--max-file-mib", "1")
     assert build.returncode == 0, build.stderr
     assert build.stderr.splitlines() == [
         f"dataset build: refused {big}: 1.5 MiB, over the limit of 1 MiB a file may have "
@@ -56,7 +51,7 @@ def test_a_file_over_the_cap_is_refused_unread_in_one_line(tmp_path: Path) -> No
     assert manifest["counts"]["samples"] == 2
     # Under the default cap (64 MiB) it is read (and holding no move and no root property
     # of a game, it is no game).
-    assert go19("replay", big).stdout.startswith(f"{big}: rejected (unparseable): no game")
+    assert go19_here("replay", big).stdout.startswith(f"{big}: rejected (unparseable): no game")
 
 
 SIZE = 4_000_000

@@ -1,4 +1,5 @@
-"""`go19 replay` as a user runs it: a subprocess, its stdout, stderr and exit status."""
+"""`go19 replay` as a user runs it: its command line, stdout, stderr and exit status, run in
+this process but for the one test about the process's own output streams."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tests.conftest import REAL_SGF, REPO, requires_real_sgf
+from tests.conftest import REAL_SGF, REPO, go19_here, requires_real_sgf
 
 # The games PROVENANCE.md says our rules must reject, and why.
 REJECTED = {
@@ -18,13 +19,6 @@ REJECTED = {
     "odd/owl42.sgf": "truncated",
     "odd/gnugo-gorimu.sgf": "illegal:superko",
 }
-
-
-def go19(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator.cli", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )
 
 
 def provenance_counts() -> dict[str, int]:
@@ -35,7 +29,7 @@ def provenance_counts() -> dict[str, int]:
 
 @requires_real_sgf
 def test_json_over_the_whole_corpus() -> None:
-    result = go19("replay", str(REAL_SGF), "--json")
+    result = go19_here("replay", str(REAL_SGF), "--json")
     assert result.returncode == 0
     assert "Traceback" not in result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
@@ -73,7 +67,7 @@ def test_plain_lines_and_summary(tmp_path: Path) -> None:
     (tmp_path / "sub" / "two.SGF").write_bytes(b"(;SZ[9];B[aa];W[])(;SZ[9];B[ee];W[ee])")
     (tmp_path / "sub" / "notes.txt").write_bytes(b"not an sgf")
     (tmp_path / "passes.sgf").write_bytes(b"(;SZ[5]KM[0.5];B[cc];W[];B[])")
-    result = go19("replay", str(tmp_path))
+    result = go19_here("replay", str(tmp_path))
     assert result.returncode == 0 and result.stderr == ""
     lines = result.stdout.splitlines()
     assert lines == [
@@ -90,7 +84,9 @@ def test_plain_lines_and_summary(tmp_path: Path) -> None:
 def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
     name = os.fsdecode(b"caf\xe9.sgf")  # Latin-1 bytes in a file name
     (tmp_path / name).write_bytes(b"(;SZ[9];B[ee])")
-    result = go19("replay", str(tmp_path))
+    # A subprocess: what is checked is how the real process's stdout writes the name.
+    result = subprocess.run([sys.executable, "-m", "orchestrator.cli", "replay", str(tmp_path)],
+                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert result.stdout.splitlines()[0].endswith("caf\\udce9.sgf: ok, 1 move")
 
@@ -98,14 +94,14 @@ def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
 def test_require_19_rejects_other_sizes(tmp_path: Path) -> None:
     path = tmp_path / "nine.sgf"
     path.write_bytes(b"(;SZ[9];B[ee])")
-    result = go19("replay", "--require-19", str(path), "--json")
+    result = go19_here("replay", "--require-19", str(path), "--json")
     assert result.returncode == 0
     (record,) = map(json.loads, result.stdout.splitlines())
     assert (record["status"], record["reason"]) == ("rejected", "not-19x19")
 
 
 def test_missing_path_exits_2_with_one_line(tmp_path: Path) -> None:
-    result = go19("replay", str(tmp_path / "nowhere"))
+    result = go19_here("replay", str(tmp_path / "nowhere"))
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.strip().count("\n") == 0 and "nowhere" in result.stderr
@@ -116,7 +112,7 @@ def test_a_komi_that_is_no_multiple_of_a_half_is_rejected(tmp_path: Path) -> Non
     a prompt. Fox's x100 komi reads as the points it means (KM[375]: 7.5)."""
     (tmp_path / "odd.sgf").write_bytes(b"(;SZ[9]KM[0.3];B[ee])")
     (tmp_path / "fox.sgf").write_bytes(b"(;SZ[9]KM[375]RU[Chinese];B[ee];W[];B[])")
-    result = go19("replay", str(tmp_path))
+    result = go19_here("replay", str(tmp_path))
     assert result.stdout.splitlines() == [
         f"{tmp_path}/fox.sgf: ok, 3 moves, two passes, Tromp-Taylor B+73.5",
         f"{tmp_path}/odd.sgf: rejected (bad-komi): komi 0.3 is not a multiple of 0.5",
@@ -131,7 +127,7 @@ def test_random_bytes_are_no_game(tmp_path: Path) -> None:
 
     path = tmp_path / "noise.sgf"
     path.write_bytes(random.Random(1).randbytes(200_000))
-    result = go19("replay", str(path))
+    result = go19_here("replay", str(path))
     assert result.stdout.splitlines() == [
         f"{path}: rejected (unparseable): no game: 3 game trees without a move, a setup "
         "stone or an SGF root property",
@@ -141,9 +137,9 @@ def test_random_bytes_are_no_game(tmp_path: Path) -> None:
 
 def test_one_of_something_is_singular(tmp_path: Path) -> None:
     (tmp_path / "one.sgf").write_bytes(b"(;SZ[19];B[pd])")
-    result = go19("replay", str(tmp_path))
+    result = go19_here("replay", str(tmp_path))
     assert result.stdout.splitlines() == [f"{tmp_path}/one.sgf: ok, 1 move",
                                           "1 file: 1 game ok, 0 rejected"]
-    build = go19("dataset", "build", str(tmp_path / "one.sgf"), "--out", str(tmp_path / "ds"))
+    build = go19_here("dataset", "build", str(tmp_path / "one.sgf"), "--out", str(tmp_path / "ds"))
     # (it was "1 samples in 1 shards from 1 games (1 files")
     assert build.stdout.startswith(f"{tmp_path / 'ds'}: 1 sample in 1 shard from 1 game (1 file, ")
