@@ -21,6 +21,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Protocol
 
 import torch
+import torch.nn.functional as F
 from peft.tuners.lora import Linear as LoraLinear
 from transformers import BatchFeature, GenerationConfig, LogitsProcessorList
 
@@ -161,8 +162,12 @@ class BatchRunner:
             if seed is None and job.sampling.temperature > 0:
                 seed = self._seeds.getrandbits(63)
             controls.add(job.sampling, trie, seed, loaded.device)
+        longest = max(job.sampling.max_tokens for job in jobs)
+        # A batch whose rows all decode greedily to the call's own limit (the usual one)
+        # skips the per-row Python work at every step.
+        processors = LogitsProcessorList([controls] if controls.needed(longest) else [])
         config = GenerationConfig(
-            max_new_tokens=max(job.sampling.max_tokens for job in jobs), do_sample=False,
+            max_new_tokens=longest, do_sample=False,
             num_beams=1, eos_token_id=list(loaded.eos_ids), pad_token_id=loaded.pad_id,
             repetition_penalty=1.0,
         )
@@ -170,7 +175,7 @@ class BatchRunner:
         started = time.perf_counter()
         with torch.inference_mode(), self._adapters([job.adapter for job in jobs]):
             output = loaded.model.generate(**inputs, generation_config=config,
-                                           logits_processor=LogitsProcessorList([controls]))
+                                           logits_processor=processors)
         times.generate_s += time.perf_counter() - started
         times.calls += 1
         times.rows.append(len(jobs))
@@ -239,14 +244,29 @@ def _row_adapters(loaded: Loaded, names: list[str]) -> Iterator[None]:
     replaced = []
 
     def sliced(layer: Any) -> Any:
+        # Each group's weights looked up once per batch, not per call; F.linear on them is
+        # what their bias-free nn.Linear computes (a B with a bias keeps its module).
+        plan = []
+        for name, rows in groups:
+            if name == BASE or name not in layer.lora_A:
+                continue
+            a, b, dropout = layer.lora_A[name], layer.lora_B[name], layer.lora_dropout[name]
+            plan.append((rows, a.weight, b.weight if b.bias is None else b,
+                         None if isinstance(dropout, torch.nn.Identity) else dropout,
+                         layer.scaling[name]))
+
         def forward(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             result = layer.base_layer(x, *args, **kwargs)
-            for name, rows in groups:
-                if name == BASE or name not in layer.lora_A:
-                    continue
-                sub = x[rows].to(layer.lora_A[name].weight.dtype)
-                out = layer.lora_B[name](layer.lora_A[name](layer.lora_dropout[name](sub)))
-                result[rows] += (out * layer.scaling[name]).to(result.dtype)
+            for rows, a, b, dropout, scaling in plan:
+                sub = x[rows]
+                if sub.dtype != a.dtype:
+                    sub = sub.to(a.dtype)
+                if dropout is not None:
+                    sub = dropout(sub)
+                low = F.linear(sub, a)
+                out = F.linear(low, b) if isinstance(b, torch.Tensor) else b(low)
+                out = out * scaling
+                result[rows] += out if out.dtype == result.dtype else out.to(result.dtype)
             return result
         return forward
 
