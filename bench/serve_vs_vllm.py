@@ -61,8 +61,11 @@ from tests.vlm.tiny import ANSWERS, GAME, tiny_model  # noqa: E402
 
 CONCURRENCY = (1, 16, 64)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
-# BENCH_SERVERS=go19 measures go19 alone (no vLLM started: no ratios), to iterate quickly.
+# BENCH_SERVERS=go19 measures go19 alone (no vLLM started: no ratios), to iterate quickly;
+# go19-threads is go19 with its pictures prepared in threads of the model's process
+# (--prepare-workers 0, as before the prepare workers), to compare in one run.
 SERVERS = os.environ.get("BENCH_SERVERS", "vLLM,go19").split(",")
+GO19_VARIANTS = {"go19": [], "go19-threads": ["--prepare-workers", "0"]}
 POSITIONS = 48
 ADAPTERS = ("a", "b")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -212,7 +215,7 @@ class Server:
         os.killpg(self.process.pid, signal.SIGCONT)
 
 
-def start_go19(tiny, log: Path, stderr: Path) -> Server:
+def start_go19(tiny, log: Path, stderr: Path, name: str = "go19") -> Server:
     log.write_text("")
     with open(stderr, "wb") as err:
         process = subprocess.Popen(
@@ -220,7 +223,8 @@ def start_go19(tiny, log: Path, stderr: Path) -> Server:
              "--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
              "--adapter", f"b={tiny.adapter('b')}", "--openai", "127.0.0.1:0",
              "--device", "cpu", "--threads", "1", "--max-batch", "64",
-             "--log-requests", str(log), "--summary-s", "0", "--quiet"],
+             "--log-requests", str(log), "--summary-s", "0", "--quiet",
+             *GO19_VARIANTS[name]],
             cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
     assert process.stdout is not None
     while not (line := process.stdout.readline()).startswith("serving"):
@@ -229,7 +233,7 @@ def start_go19(tiny, log: Path, stderr: Path) -> Server:
     threading.Thread(target=process.stdout.read, daemon=True).start()  # never fills
     match = re.search(r"http://127\.0\.0\.1:(\d+)/v1", line)
     assert match, line
-    return Server("go19", process, int(match.group(1)), log)
+    return Server(name, process, int(match.group(1)), log)
 
 
 @dataclass
@@ -289,7 +293,7 @@ def show(result: Measure) -> None:
                  f"  request outside generate {100 * result.outside_generate:4.1f} %")
     answers = "all answers their adapter's" if not result.wrong else \
         f"{len(result.wrong)} WRONG, e.g. {result.wrong[0]}"
-    print(f"{result.server:>5} c={result.concurrency:<3} {result.rate:6.1f} req/s  "
+    print(f"{result.server:>12} c={result.concurrency:<3} {result.rate:6.1f} req/s  "
           f"p50 {result.p50_ms:6.1f} ms  server {result.cpu_ms:5.1f} CPU ms/req  machine "
           f"{result.busy_cores:.2f} of {CPUS} cores busy ({result.others_cores:.2f} others')"
           f"  {answers}{extra}", flush=True)
@@ -318,22 +322,30 @@ def summary(results: list[Measure]) -> None:
 
     print()
     for concurrency in CONCURRENCY:
-        go19, vllm = rates("go19", concurrency), rates("vLLM", concurrency)
         line = [f"c={concurrency}:"]
-        if vllm:
-            line.append(f"vLLM {span(vllm)} req/s")
-        if go19:
-            line.append(f"go19 {span(go19)} req/s")
-        if go19 and vllm:
-            ratios = [g / v for g, v in zip(go19, vllm, strict=True)]
-            line.append(f"go19/vLLM {span(ratios, 'x')} per round, "
-                        f"{statistics.fmean(go19) / statistics.fmean(vllm):.2f}x of the means")
-        mine = [r for r in results if r.server == "go19" and r.concurrency == concurrency]
-        if mine:
-            idle = [100 * r.model_idle for r in mine if r.model_idle is not None]
-            outside = [100 * r.outside_generate for r in mine if r.outside_generate is not None]
-            line.append(f"go19 model idle {span(idle, ' %')}, request outside generate "
+        for name in SERVERS:
+            if rates(name, concurrency):
+                line.append(f"{name} {span(rates(name, concurrency))} req/s")
+        reference = rates("vLLM", concurrency)
+        for name in SERVERS:
+            mine = rates(name, concurrency)
+            if name == "vLLM" or not mine:
+                continue
+            if reference:
+                ratios = [g / v for g, v in zip(mine, reference, strict=True)]
+                line.append(f"{name}/vLLM {span(ratios, 'x')} per round, "
+                            f"{statistics.fmean(mine) / statistics.fmean(reference):.2f}x of "
+                            "the means")
+            logged = [r for r in results if r.server == name and r.concurrency == concurrency]
+            idle = [100 * r.model_idle for r in logged if r.model_idle is not None]
+            outside = [100 * r.outside_generate for r in logged
+                       if r.outside_generate is not None]
+            line.append(f"{name} model idle {span(idle, ' %')}, request outside generate "
                         f"{span(outside, ' %')}")
+        if rates("go19", concurrency) and rates("go19-threads", concurrency):
+            ratios = [g / t for g, t in zip(rates("go19", concurrency),
+                                            rates("go19-threads", concurrency), strict=True)]
+            line.append(f"go19/go19-threads {span(ratios, 'x')} per round")
         print(line[0], "; ".join(line[1:]))
     for name in SERVERS:
         gain = statistics.fmean(rates(name, 16)) / statistics.fmean(rates(name, 1))
@@ -362,10 +374,12 @@ async def main() -> None:
                               port, folder / "vllm.log")
             servers.append(Server("vLLM", vllm, port))
             print(f"vLLM serving after {time.perf_counter() - started:.0f} s", flush=True)
-        if "go19" in SERVERS:
-            started = time.perf_counter()
-            servers.append(start_go19(tiny, folder / "requests.jsonl", folder / "go19.log"))
-            print(f"go19 serving after {time.perf_counter() - started:.0f} s", flush=True)
+        for name in GO19_VARIANTS:
+            if name in SERVERS:
+                started = time.perf_counter()
+                servers.append(start_go19(tiny, folder / f"{name}-requests.jsonl",
+                                          folder / f"{name}.log", name))
+                print(f"{name} serving after {time.perf_counter() - started:.0f} s", flush=True)
         print(f"logs in {folder}", flush=True)
         results: list[Measure] = []
         for concurrency in CONCURRENCY:

@@ -22,6 +22,7 @@ from orchestrator.prompt import GO19_FIELDS, PromptError, fields, read_template
 
 if TYPE_CHECKING:
     from orchestrator.serve.hf.loading import AdapterInfo
+    from orchestrator.serve.hf.preparing import PreparePool
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 BASE = "base"  # orchestrator.serve.hf.jobs.BASE, without importing the package before the checks
@@ -88,8 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add(group, "--dtype", choices=("auto", "bfloat16", "float16", "float32"), default="auto",
          help="auto: bfloat16 on a GPU (float16 where it lacks bfloat16), float32 on the CPU")
     _add(group, "--threads", type=int, metavar="N",
-         help="torch's CPU threads for the model (default: torch's own choice, the cores); "
-         "pictures are prepared in up to 4 threads beside them")
+         help="torch's CPU threads for the model (default: torch's own choice, the cores)")
+    _add(group, "--prepare-workers", type=int, metavar="N",
+         help="processes that decode the pictures and run the processor beside the model "
+         "(0: threads of the model's process, which share its GIL) (default: half the "
+         "cores, 1 to 4)")
     _add(group, "--log-requests", type=Path, metavar="FILE",
          help="append one JSON line per request to FILE: the prompt (the exact text given "
          "to the processor), image_sha256 (of the picture's bytes as received), the adapter, "
@@ -170,6 +174,8 @@ def _check(args: argparse.Namespace) -> None:
         ("temperature", not 0 <= args.temperature <= 2, "in 0..2"),
         ("summary-s", not args.summary_s >= 0, "zero or more"),
         ("threads", args.threads is not None and args.threads < 1, "at least 1"),
+        ("prepare-workers", args.prepare_workers is not None and args.prepare_workers < 0,
+         "zero or more"),
         ("size", any(s != 19 for s in args.sizes or ()), "19: the prompt speaks of 19x19"),
         ("idle-timeout", not args.idle_timeout > 0, "positive"),
         ("frame-timeout", not args.frame_timeout > 0, "positive"),
@@ -276,6 +282,22 @@ def _serve(args: argparse.Namespace, template: str, api_key: str | None,
         import torch
 
         torch.set_num_threads(args.threads)
+    from orchestrator.serve.hf.batcher import default_prepare_threads
+    from orchestrator.serve.hf.preparing import PreparePool
+
+    workers = default_prepare_threads() if args.prepare_workers is None else args.prepare_workers
+    # Started first: the workers load the processor while this process loads the model.
+    pool = PreparePool(args.model, workers) if workers else None
+    try:
+        return _serve_with(args, template, api_key, request_log, pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _serve_with(args: argparse.Namespace, template: str, api_key: str | None,
+                request_log: Callable[[str], object] | None, pool: PreparePool | None) -> int:
+    from orchestrator.serve.hf.batcher import default_prepare_threads
     from orchestrator.serve.hf.generation import BatchRunner
     from orchestrator.serve.hf.loading import LoadError, load
     from orchestrator.serve.hf.openai_app import ServedModel
@@ -292,6 +314,13 @@ def _serve(args: argparse.Namespace, template: str, api_key: str | None,
     except LoadError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
+    if pool is not None:
+        try:
+            pool.wait_ready()
+        except Exception as exc:  # the model's process loaded the same folder: unlikely
+            print(f"serve: a prepare worker cannot load the processor of {args.model}: "
+                  f"{_one_line(exc)}", file=sys.stderr)
+            return 2
     mixing = args.batch_adapters == "mixed"
     options = ServeOptions(
         listens=[Listen(*listen) for listen in args.listens], template=template,
@@ -304,8 +333,9 @@ def _serve(args: argparse.Namespace, template: str, api_key: str | None,
         frame_timeout=args.frame_timeout, max_connections=args.max_connections,
         partial_budget=int(args.partial_budget_mib * (1 << 20)),
         connection_log=(lambda _: None) if args.quiet else _stderr,
+        prepare_threads=pool.workers if pool is not None else default_prepare_threads(),
     )
-    runner = BatchRunner(loaded, mixing=mixing, seed=args.seed)
+    runner = BatchRunner(loaded, mixing=mixing, seed=args.seed, preparing=pool)
     models = [ServedModel(BASE, str(args.model), None)] + [
         ServedModel(name, str(info.path), BASE) for name, info in loaded.adapters.items()]
     inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
@@ -339,6 +369,10 @@ def _serve(args: argparse.Namespace, template: str, api_key: str | None,
         print(f"serve: {failed[0]}", file=sys.stderr)
         return 1
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 def _describe(info: AdapterInfo, mixing: bool) -> str:

@@ -74,6 +74,13 @@ class RowControls(LogitsProcessor):
     def cut_at_limit(self, row: int) -> bool:
         return self.rows[row].hit_limit
 
+    def needed(self, max_new_tokens: int) -> bool:
+        """Whether any row needs this processor in a call of ``max_new_tokens``: one held to
+        choices, sampled, or with a token limit below the call's (``generate`` stops every
+        row at the call's own). Without one, greedy ``generate`` alone decodes the same."""
+        return any(row.trie is not None or row.generator is not None
+                   or row.sampling.max_tokens < max_new_tokens for row in self.rows)
+
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor
                  ) -> torch.FloatTensor:
         step = input_ids.shape[1] - self.prompt_len

@@ -13,35 +13,47 @@ in calls of its own with ``set_adapter``; ``mixing=False`` splits every adapter 
 
 from __future__ import annotations
 
+import json
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import Any, Protocol
 
 import torch
+import torch.nn.functional as F
 from peft.tuners.lora import Linear as LoraLinear
-from PIL import Image
 from transformers import BatchFeature, GenerationConfig, LogitsProcessorList
 
 from orchestrator.players.openai_wire import Completion
 from orchestrator.serve.hf.decoding import ChoiceTrie, RowControls
 from orchestrator.serve.hf.jobs import BASE, BatchTimes, Job, RequestError
 from orchestrator.serve.hf.loading import Loaded
-from orchestrator.untrusted import BadPicture, open_png
+from orchestrator.serve.hf.preparing import Inputs, Item, Preparer
 
-MAX_PICTURE_PIXELS = 4096 * 4096  # a larger picture is refused before it is decoded
 _CHOICE_CACHE = 65536  # token ids of this many choice strings are kept
+_CHAT_CACHE = 4096  # chat template texts kept
+
+
+class Preparing(Protocol):
+    """Makes the inputs of requests (chat text, picture bytes): :class:`.Preparer` in
+    this process, :class:`.PreparePool` in worker processes."""
+
+    def make(self, items: Sequence[Item]) -> list[Inputs | RequestError]: ...
 
 
 class BatchRunner:
-    def __init__(self, loaded: Loaded, mixing: bool = True, seed: int | None = None) -> None:
+    def __init__(self, loaded: Loaded, mixing: bool = True, seed: int | None = None,
+                 preparing: Preparing | None = None) -> None:
         self.loaded = loaded
         self.mixing = mixing
         self._seeds = random.Random(seed)  # seeds of sampled requests that bring none
         self._active: str | None = None
         self._choice_ids: dict[str, list[int]] = {}
+        self._chats: dict[str, str] = {}  # the chat template's text per messages (JSON)
         self._tokenizer = loaded.processor.tokenizer
+        self.preparing: Preparing = preparing if preparing is not None else Preparer(
+            loaded.processor)
 
     def prepare(self, job: Job) -> None:
         """The request's own inputs (picture decoded, chat template, processor: its tokens
@@ -51,48 +63,29 @@ class BatchRunner:
             raise error
 
     def prepare_many(self, jobs: list[Job]) -> list[RequestError | None]:
-        """:meth:`prepare` for requests that arrived together, with one processor call
-        (about half the CPU per picture of one call each), its output split back per
-        request; each request's RequestError, or None. Thread-safe: run beside ``run``."""
+        """:meth:`prepare` for requests that arrived together (their pictures through the
+        image processor in one call, see :mod:`.preparing`); each request's RequestError,
+        or None. Thread-safe: run beside ``run``."""
         started = time.perf_counter()
         errors: list[RequestError | None] = [None] * len(jobs)
-        made: list[tuple[int, str, Image.Image | None]] = []
+        made: list[int] = []
         for i, job in enumerate(jobs):
             try:
                 job.prompt = self._chat_text(job)
-                made.append((i, job.prompt, _picture(job.image)))
+                made.append(i)
             except RequestError as exc:
                 errors[i] = exc
-        inputs = self._process_together(made) if len(made) > 1 else None
-        for k, (i, text, picture) in enumerate(made):
-            try:
-                jobs[i].inputs = inputs[k] if inputs is not None else self._process(text, picture)
-            except RequestError as exc:
-                errors[i] = exc
+        if made:
+            inputs = self.preparing.make([(jobs[i].prompt or "", jobs[i].image) for i in made])
+            for i, result in zip(made, inputs, strict=True):
+                if isinstance(result, RequestError):
+                    errors[i] = result
+                else:
+                    jobs[i].inputs = result
         spent = (time.perf_counter() - started) / max(len(jobs), 1)
         for job in jobs:
             job.prepare_s = spent
         return errors
-
-    def _process(self, text: str, picture: Image.Image | None) -> dict[str, Any]:
-        try:
-            return dict(self.loaded.processor(text=[text], images=picture, return_tensors="pt"))
-        except Exception as exc:  # the processor's own refusal of this request's content
-            raise RequestError(f"the processor refuses this request: {exc}") from None
-
-    def _process_together(self, made: list[tuple[int, str, Image.Image | None]]
-                          ) -> list[dict[str, Any]] | None:
-        """One processor call for all, split per request; None when the call fails (one
-        request's content: each is then made alone, to find whose) or when its output is
-        laid out in a way this split does not know."""
-        pictures = [picture for _, _, picture in made if picture is not None]
-        try:
-            batch = self.loaded.processor(text=[text for _, text, _ in made],
-                                          images=pictures or None, padding=True,
-                                          return_tensors="pt")
-        except Exception:
-            return None
-        return _split(dict(batch), [picture is not None for _, _, picture in made])
 
     def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
         """Every job's completion, or the RequestError that is its answer instead (jobs not
@@ -132,14 +125,24 @@ class BatchRunner:
         return [group for group in (shared, *alone.values()) if group]
 
     def _chat_text(self, job: Job) -> str:
+        """The chat template applied to the request's messages, kept per messages: a
+        template's prompts are few, and jinja costs more than the look-up's JSON."""
         if job.adapter not in self.loaded.names:
             raise RequestError(f"no adapter named {job.adapter!r}")
+        key = json.dumps(job.messages, ensure_ascii=False, sort_keys=True)
+        text = self._chats.get(key)
+        if text is not None:
+            return text
         try:
-            return self.loaded.processor.apply_chat_template(
+            text = self.loaded.processor.apply_chat_template(
                 job.messages, add_generation_prompt=True, tokenize=False)
         except Exception as exc:  # jinja errors, content the template does not know
             raise RequestError(f"the chat template cannot render these messages: {exc}"
                                ) from None
+        if len(self._chats) >= _CHAT_CACHE:
+            self._chats.clear()
+        self._chats[key] = text
+        return text
 
     def _generate(self, jobs: list[Job], times: BatchTimes) -> list[Completion | RequestError]:
         started = time.perf_counter()
@@ -159,8 +162,12 @@ class BatchRunner:
             if seed is None and job.sampling.temperature > 0:
                 seed = self._seeds.getrandbits(63)
             controls.add(job.sampling, trie, seed, loaded.device)
+        longest = max(job.sampling.max_tokens for job in jobs)
+        # A batch whose rows all decode greedily to the call's own limit (the usual one)
+        # skips the per-row Python work at every step.
+        processors = LogitsProcessorList([controls] if controls.needed(longest) else [])
         config = GenerationConfig(
-            max_new_tokens=max(job.sampling.max_tokens for job in jobs), do_sample=False,
+            max_new_tokens=longest, do_sample=False,
             num_beams=1, eos_token_id=list(loaded.eos_ids), pad_token_id=loaded.pad_id,
             repetition_penalty=1.0,
         )
@@ -168,7 +175,7 @@ class BatchRunner:
         started = time.perf_counter()
         with torch.inference_mode(), self._adapters([job.adapter for job in jobs]):
             output = loaded.model.generate(**inputs, generation_config=config,
-                                           logits_processor=LogitsProcessorList([controls]))
+                                           logits_processor=processors)
         times.generate_s += time.perf_counter() - started
         times.calls += 1
         times.rows.append(len(jobs))
@@ -237,14 +244,29 @@ def _row_adapters(loaded: Loaded, names: list[str]) -> Iterator[None]:
     replaced = []
 
     def sliced(layer: Any) -> Any:
+        # Each group's weights looked up once per batch, not per call; F.linear on them is
+        # what their bias-free nn.Linear computes (a B with a bias keeps its module).
+        plan = []
+        for name, rows in groups:
+            if name == BASE or name not in layer.lora_A:
+                continue
+            a, b, dropout = layer.lora_A[name], layer.lora_B[name], layer.lora_dropout[name]
+            plan.append((rows, a.weight, b.weight if b.bias is None else b,
+                         None if isinstance(dropout, torch.nn.Identity) else dropout,
+                         layer.scaling[name]))
+
         def forward(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             result = layer.base_layer(x, *args, **kwargs)
-            for name, rows in groups:
-                if name == BASE or name not in layer.lora_A:
-                    continue
-                sub = x[rows].to(layer.lora_A[name].weight.dtype)
-                out = layer.lora_B[name](layer.lora_A[name](layer.lora_dropout[name](sub)))
-                result[rows] += (out * layer.scaling[name]).to(result.dtype)
+            for rows, a, b, dropout, scaling in plan:
+                sub = x[rows]
+                if sub.dtype != a.dtype:
+                    sub = sub.to(a.dtype)
+                if dropout is not None:
+                    sub = dropout(sub)
+                low = F.linear(sub, a)
+                out = F.linear(low, b) if isinstance(b, torch.Tensor) else b(low)
+                out = out * scaling
+                result[rows] += out if out.dtype == result.dtype else out.to(result.dtype)
             return result
         return forward
 
@@ -301,44 +323,3 @@ def _collate(rows: list[dict[str, Any]], pad_id: int) -> BatchFeature:
         else:
             batch[key] = [item for v in values if v is not None for item in v]
     return BatchFeature(batch)
-
-
-def _split(batch: dict[str, Any], with_picture: list[bool]) -> list[dict[str, Any]] | None:
-    """A left-padded processor batch back into one input per request, as the processor
-    makes it for that request alone: per-token tensors unpadded, and pictures split by the
-    Qwen-VL layout (``pixel_values`` the images' patches one after another, as many as
-    ``image_grid_thw``'s t*h*w per image). None for any other layout."""
-    mask = batch.get("attention_mask")
-    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
-        return None
-    rows, width = mask.shape
-    lengths = [int(n) for n in mask.sum(dim=1)]
-    out: list[dict[str, Any]] = [{} for _ in range(rows)]
-    owners = [row for row, has in enumerate(with_picture) if has]  # image k is owners[k]'s
-    grid = batch.get("image_grid_thw")
-    for key, value in batch.items():
-        if isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape == mask.shape:
-            for row, n in enumerate(lengths):
-                out[row][key] = value[row:row + 1, width - n:]
-        elif key == "image_grid_thw" and len(value) == len(owners):
-            for k, row in enumerate(owners):
-                out[row][key] = value[k:k + 1]
-        elif (key == "pixel_values" and isinstance(grid, torch.Tensor)
-              and len(grid) == len(owners) and value.shape[0] == int(grid.prod(dim=1).sum())):
-            for k, part in enumerate(torch.split(value, grid.prod(dim=1).tolist())):
-                out[owners[k]][key] = part
-        else:
-            return None
-    return out
-
-
-def _picture(data: bytes | None) -> Image.Image | None:
-    """The request's picture, from a client on either port: PNG only (no other decoder
-    of Pillow's ever sees the bytes; its EPS one starts Ghostscript), within the pixels
-    served."""
-    if data is None:
-        return None
-    try:
-        return open_png(data, MAX_PICTURE_PIXELS).convert("RGB")
-    except BadPicture as exc:
-        raise RequestError(f"the picture cannot be decoded: {exc}") from None

@@ -119,7 +119,7 @@ def load(model_dir: Path, adapters: dict[str, Path], device_spec: str = "auto",
     transformers.utils.logging.set_verbosity_error()
     try:
         AutoConfig.from_pretrained(model_dir, local_files_only=True)
-        processor = AutoProcessor.from_pretrained(model_dir, local_files_only=True)
+        processor = load_processor(model_dir)
         model = AutoModelForImageTextToText.from_pretrained(
             model_dir, local_files_only=True, dtype=dtype, device_map={"": str(device)})
     except Exception as exc:  # transformers raises many kinds; the folder is the culprit
@@ -129,7 +129,6 @@ def load(model_dir: Path, adapters: dict[str, Path], device_spec: str = "auto",
     if tokenizer is None or not hasattr(processor, "image_processor"):
         raise LoadError(f"--model {model_dir}: its processor has no tokenizer and image "
                         "processor: not a vision-language model")
-    tokenizer.padding_side = "left"  # generation continues every row at the same column
     configs = {name: _adapter_config(name, path) for name, path in adapters.items()}
     with warnings.catch_warnings():
         # The libraries' deprecation notes are for their callers' authors, not for the user.
@@ -146,6 +145,16 @@ def load(model_dir: Path, adapters: dict[str, Path], device_spec: str = "auto",
     layers = _lora_layers(model)
     infos = {name: _info(name, path, configs[name], layers) for name, path in adapters.items()}
     return Loaded(model, processor, infos, device, dtype, layers, eos_ids, pad_id)
+
+
+def load_processor(model_dir: Path) -> Any:
+    """The model's processor, as the server uses it: in the model's process and in every
+    prepare worker (:mod:`.preparing`), so that both make the same inputs."""
+    processor = AutoProcessor.from_pretrained(model_dir, local_files_only=True)
+    tokenizer = getattr(processor, "tokenizer", None)
+    if tokenizer is not None:
+        tokenizer.padding_side = "left"  # generation continues every row at the same column
+    return processor
 
 
 def _adapter_config(name: str, path: Path) -> Any:
