@@ -5,10 +5,11 @@ batch queue. The optional `vlm` extra; nothing here is imported by go19's other 
 Modules, one job each: :mod:`.jobs` (what a request asks, plain values),
 :mod:`.loading` (the model and adapters, and the checks before any port opens),
 :mod:`.decoding` (per-row constraints and sampling inside ``generate``),
-:mod:`.generation` (one batch through the processor and ``generate``), :mod:`.batcher`
+:mod:`.preparing` (a request's inputs, in worker processes), :mod:`.generation` (one
+batch through ``generate``), :mod:`.batcher`
 (the trio queue that gathers requests into batches), :mod:`.stats` (request log and
 summary lines), :mod:`.engine` (a GO19 port's engine), :mod:`.protocol` (the OpenAI
 port's requests and errors, pydantic models), :mod:`.openai_app` (the OpenAI-compatible
 HTTP app) and :mod:`.server` (all of it in one trio run). Only :mod:`.loading`,
-:mod:`.decoding` and :mod:`.generation` import torch.
+:mod:`.decoding`, :mod:`.preparing` and :mod:`.generation` import torch.
 """
