@@ -45,8 +45,10 @@ did not play it out. :func:`final_ownership` does so by Sabaki's rule for floati
   many (Sabaki asks for as many; more keeps a seki, a race between one-eyed groups and
   an open board of a game passed out early from being called dead). The same, the
   colours swapped, for black stones.
-* An area still open reaches both sides' eyes and territories: nothing in it is dead.
-  The obvious dead stones above are dead too.
+* An enclosure larger than half the square of its wall (the captor stones next to it)
+  is an open board, not an enclosure: w stones around a corner enclose (w/2)² points, a
+  wall from edge to edge about w²/2. An area still open reaches both sides' eyes and
+  territories: nothing in it is dead. The obvious dead stones above are dead too.
 * Ownership, in Black's view: +1 a black stone that is not dead, a dead white one, an
   empty point that (dead stones lifted) reaches black stones only; -1 the same for White;
   0 the empty points that reach both colours or none.
@@ -300,10 +302,11 @@ def end_of_play_dead(board: Board) -> set[int]:
                   for points in reaches]
         for number, enclosure in enumerate(enclosures):
             prisoners = [p for p in enclosure if stones[p] == prey]
-            walls = {reach_of[q] for p in enclosure for q in adj[p] if stones[q] == captor}
+            wall = {q for p in enclosure for q in adj[p] if stones[q] == captor}
+            walls = {reach_of[q] for q in wall}
             walls = {w for w in walls if not bordering[w] == inside[w] == {number}}
-            if not prisoners or not walls:
-                continue
+            if not prisoners or not walls or len(enclosure) > len(wall) ** 2 / 2:
+                continue  # no wall around them, or one too short to enclose so much
             eyes = [p for p in enclosure if stones[p] == EMPTY and reach_of[p] not in walls]
             if (CAPTORS * len(prisoners) > sum(strength[w] for w in walls)
                     or not _few_eyes(board, eyes)):
