@@ -160,14 +160,15 @@ def test_two_passes_show_the_area_count_marked_on_the_board(play, driver):
         else:
             click_point(driver, vertex)
         expected.play(PASS if vertex is None else from_gtp(vertex, 19))
-        wait_for(driver, lambda d, n=n: board_attr(d, "move") == str(n)
-                 or "Game over" in text(d, "turn"))
+        wait_for(driver, lambda d, n=n: board_attr(d, "move") == str(n))
+    wait_for(driver, lambda d: "Scoring" in text(d, "turn"))  # no stone is dead here
+    press(driver, "confirm")
     wait_for(driver, lambda d: "Game over" in text(d, "turn"))
     area = tromp_taylor(expected.board, 2.5)
     assert (area.black, area.white, area.result) == (9, 1, "B+5.5")
 
     line = text(driver, "estimate")
-    assert line.startswith("Area count B 9 vs W 3.5 (komi 2.5) — B +5.5"), line
+    assert line.startswith("Count B 9 vs W 3.5 (komi 2.5) — B +5.5"), line
     black = {int(e.get_attribute("data-point")) for e in
              driver.find_elements(By.CSS_SELECTOR, "#board .territory.black")}
     assert black == {from_gtp(v, 19) for v in ("A1", "A2", "B1", "B2")}
