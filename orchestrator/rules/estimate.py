@@ -32,29 +32,33 @@ millisecond on 19x19 (bench/replay.py measures it).
 
 **At the end of play** (both sides passed) a player counting the board calls more stones
 dead than the obvious ones: what the game left unplayed is settled against the side that
-did not play it out. :func:`final_ownership` does so by Sabaki's rule for floating stones
-(``get_floating_stones`` of SabakiHQ/deadstones), over each empty region:
+did not play it out. :func:`end_of_play_dead` does so after Sabaki's rule for floating
+stones (``get_floating_stones`` of SabakiHQ/deadstones), for each colour as the captor:
 
-* Take the points reachable from the region through empty points and white stones: the
-  most Black can enclose there (its white stones would be Black's prisoners), and those
-  reachable through empty points and black stones: the most White can enclose. The empty
-  points of Black's enclosure that White's cannot reach are the white stones' own eyes.
-* The white stones of Black's enclosure are **dead** when they have at most one eye, of
-  at most ``MAX_DEAD_EYE`` points (a bigger one may make two; one-point eyes in two places
-  live), and the black stones of White's enclosure are at least ``CAPTORS`` times as
-  many (Sabaki asks for as many; more keeps a seki, a race between one-eyed groups and
-  an open board of a game passed out early from being called dead). The same, the
-  colours swapped, for black stones.
-* An enclosure larger than half the square of its wall (the captor stones next to it)
-  is an open board, not an enclosure: w stones around a corner enclose (w/2)² points, a
-  wall from edge to edge about w²/2. An area still open reaches both sides' eyes and
-  territories: nothing in it is dead. The obvious dead stones above are dead too.
-* Ownership, in Black's view: +1 a black stone that is not dead, a dead white one, an
-  empty point that (dead stones lifted) reaches black stones only; -1 the same for White;
-  0 the empty points that reach both colours or none.
+* An **enclosure** is a connected set of points without a captor stone (empty points and
+  the prey's stones, its prisoners); its **wall** is the captor stones next to it, and
+  what those reach through empty points and captor stones is the captor's side. The
+  empty points of the enclosure that the captor's side cannot reach are the prisoners'
+  own eyes.
+* The prisoners are **dead** when they have at most one eye, of at most
+  ``MAX_DEAD_EYE`` points (a bigger one may make two; one-point eyes in two places live),
+  and the captor's side has at least ``CAPTORS`` times as many stones (Sabaki asks for as
+  many). Not when a captor string next to one of theirs has no more liberties than it and
+  does not live by itself (two own-colour-only regions, or one bigger than
+  ``MAX_DEAD_EYE``, reached through its colour's stones and such regions): that is a
+  capturing race or a seki, left alive for the players to judge.
+* Not either when the captor's side is only an eye inside the enclosure (reached by the
+  empty points of the enclosure and bordered by its prisoners alone), or when the
+  enclosure has more than half the square of its wall's stones: w stones around a corner
+  enclose (w/2)² points, a wall from edge to edge about w²/2, so a bigger one is an open
+  board. The obvious dead stones above are dead too.
 
-It is made for a board whose borders are closed: on one passed out early, in the open,
-it may call a group dead that is merely outnumbered.
+:func:`final_ownership` is the Black-view ownership map of that judgement, for
+:func:`~orchestrator.rules.dead_stones.dead_chains` (KataGo's rule, as collect applies it
+to KataGo's map): +1 a black stone that is not dead, a dead white one, an empty point that
+(dead stones lifted) reaches black stones only; -1 the same for White; 0 the empty points
+that reach both colours or none. It is made for a board whose borders are closed; on one
+passed out early it may still call an outnumbered group dead.
 """
 
 from __future__ import annotations
