@@ -317,7 +317,8 @@ def test_auto_restart_stops_on_a_streak_of_void_games_and_says_so(loop, play, dr
 
 
 def test_a_refused_move_is_forgotten_once_a_move_is_made(play, driver):
-    """The red refusal used to stay through the passes that followed, and "Game over"."""
+    """The red refusal used to stay through the passes that followed, and "Game over"
+    (now the scoring phase, then "Game over")."""
     configure(driver, "hh")
     press(driver, "new")
     wait_for(driver, lambda d: "Black to play" in text(d, "turn"))
@@ -330,7 +331,10 @@ def test_a_refused_move_is_forgotten_once_a_move_is_made(play, driver):
             click_point(driver, action)
         wait_for(driver, lambda d, m=moves, s=status: board_attr(d, "move") == str(m)
                  and text(d, "status") == s, f"after {action}: not move {moves}, {status!r}")
-    assert "Game over" in text(driver, "turn")
+    wait_for(driver, lambda d: "Scoring" in text(d, "turn"))
+    press(driver, "confirm")
+    wait_for(driver, lambda d: "Game over" in text(d, "turn"))
+    assert text(driver, "status") == ""
 
 
 def test_cancel_vlm_response_shows_only_where_a_vlm_plays(play, driver):
