@@ -458,6 +458,7 @@ class PlaySession:
                 nursery.cancel_scope.cancel()
         finally:
             self.scoring = None
+        self.status = ("", "info")  # the marks' lines are old news once the count is agreed
         return scoring
 
     async def _ask_katago(self, scoring: Scoring, game: Game) -> None:
