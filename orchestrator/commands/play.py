@@ -6,12 +6,20 @@ import argparse
 import signal
 import sys
 import webbrowser
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
-from orchestrator.commands import SUMMARIES
+from orchestrator.collect.matchup import Adjudicate
+from orchestrator.commands import SUMMARIES, positive_int, positive_seconds
 from orchestrator.players.address import AddressError, check_host
+
+if TYPE_CHECKING:
+    from orchestrator.web.server import PlayKataGo
+
+DEAD_VISITS = Adjudicate.model_fields["dead_visits"].default  # collect's [adjudicate]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Serve one page for playing Go in the browser: human vs human, human vs "
         "AI, AI vs VLM, human vs VLM and VLM vs VLM (GO19 servers), with the live estimate, "
         "connection checks and training mode (finished games saved as SGF under "
-        "--recordings). Prints the page's URL; Ctrl-C stops.",
+        "--recordings). A game with a human that ends by two passes is scored by the "
+        "players: the dead stones are proposed (KataGo's ownership when there is a "
+        "KataGo, else the estimate's), marked on the board, and confirmed. Prints the "
+        "page's URL; Ctrl-C stops.",
         epilog="examples:\n  go19 play --open\n"
         "  go19 play --host 0.0.0.0 --port 8019 --allow-host mybox.lan",
     )
@@ -36,6 +47,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--open", action="store_true", help="open the page in a browser")
     parser.add_argument("--recordings", type=Path, default=Path("recordings"),
                         help="where training mode saves games (default recordings/)")
+    dead = parser.add_argument_group(
+        "dead stones", "KataGo proposes the dead stones at the end of a game with a human "
+        "(started at the first one, its log in RECORDINGS/logs/play-katago.log); without "
+        "one, the estimate does")
+    for option, what in (("--katago", "binary"), ("--model", "net"),
+                         ("--config", "analysis config")):
+        dead.add_argument(option, type=Path, metavar="FILE",
+                          help=f"KataGo {what} (default: the one `make katago` prepared, "
+                          "if any)")
+    dead.add_argument("--dead-visits", type=positive_int, default=DEAD_VISITS, metavar="N",
+                      help=f"KataGo's visits on the final position (default {DEAD_VISITS}, "
+                      "as collect's [adjudicate])")
+    dead.add_argument("--no-katago", action="store_true",
+                      help="the estimate's proposal only, even with a KataGo prepared")
+    dead.add_argument("--katago-timeout", type=positive_seconds,
+                      default=Adjudicate.model_fields["timeout"].default, metavar="S",
+                      help="seconds per visit KataGo may stay silent before it is taken "
+                      "for hung: the estimate's proposal stands then (default "
+                      f"{Adjudicate.model_fields['timeout'].default:g})")
     parser.set_defaults(func=run)
 
 
@@ -66,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"play: --allow-host: {problem}", file=sys.stderr)
         return 2
+    katago = _katago(args)
+    if isinstance(katago, str):
+        print(f"play: {katago}", file=sys.stderr)
+        return 2
     if not is_loopback(args.host):
         print(NO_AUTH_WARNING.format(host=args.host), file=sys.stderr)
         if args.host.strip("[]") in WILDCARDS:
@@ -81,12 +115,17 @@ def run(args: argparse.Namespace) -> int:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 try:
-                    url, _ = await nursery.start(serve_play, args.host, args.port,
-                                                 args.recordings, args.allow_host)
+                    url, _ = await nursery.start(partial(
+                        serve_play, args.host, args.port, args.recordings, args.allow_host,
+                        katago))
                 except OSError as exc:
                     failed.append(exc)
                     return
                 print(f"go19 play: {url}  (Ctrl-C to stop)", flush=True)
+                print("  dead stones at the end: " + (
+                    "the estimate's" if katago is None else
+                    f"KataGo's ({katago.binary}, {katago.visits} visits), the estimate's "
+                    "until it answers"), flush=True)
                 if args.open:
                     webbrowser.open(url)
                 async for _ in signals:
@@ -99,3 +138,29 @@ def run(args: argparse.Namespace) -> int:
               f"{failed[0].strerror or failed[0]}", file=sys.stderr)
         return 2
     return 0
+
+
+def _katago(args: argparse.Namespace) -> PlayKataGo | None | str:
+    """The KataGo of the scoring phase: the one named, else the one ``make katago``
+    prepared; None without one (or with --no-katago); why not, for named files that are
+    missing."""
+    from orchestrator.commands.label import engine_files, prepared_katago
+    from orchestrator.label.store import LabelError
+    from orchestrator.web.server import PlayKataGo
+
+    named = any((args.katago, args.model, args.config))
+    if args.no_katago:
+        if named:
+            return "--no-katago with --katago/--model/--config: choose one"
+        return None
+    if not named and prepared_katago() is None:
+        return None
+    try:
+        files = engine_files(argparse.Namespace(katago=args.katago, model=args.model,
+                                                config=args.config,
+                                                out=args.recordings / "logs"))
+    except LabelError as exc:
+        return str(exc)
+    return PlayKataGo(files.binary, files.model, files.config,
+                      files.log.with_name("play-katago.log"), args.dead_visits,
+                      args.katago_timeout)

@@ -16,11 +16,13 @@ import trio
 from orchestrator.coords import PASS, to_gtp
 from orchestrator.players.base import RESIGN, Answer, ConnectionFailed, Player
 from orchestrator.players.go19 import Go19Player, Go19Service, board_png
-from orchestrator.players.heuristic import HeuristicPlayer
+from orchestrator.players.heuristic import HeuristicChooser, HeuristicPlayer
 from orchestrator.players.openai import OpenAIPlayer
 from orchestrator.protocol import go19 as wire
 from orchestrator.render import RenderSettings
 from orchestrator.rules.board import IllegalMove
+from orchestrator.rules.dead_stones import without
+from orchestrator.rules.estimate import end_of_play_dead
 from orchestrator.rules.game import Game
 
 SIZE = 19
@@ -75,16 +77,29 @@ class HumanSeat:
 
 
 class AiSeat:
-    """The local heuristic AI; announces each turn so the page redraws before it moves."""
+    """The local heuristic AI; announces each turn so the page redraws before it moves.
 
-    def __init__(self, session: SeatHost, name: str, seed: int) -> None:
+    ``agrees_to_end`` (against a human): after the human's pass it passes too when it
+    would pass were the stones dead at the end of play
+    (:func:`~orchestrator.rules.estimate.end_of_play_dead`) off the board. Else it plays
+    on in the human's area until its dead stones are captured (a game once took 212
+    passes), where the scoring phase lifts them instead."""
+
+    def __init__(self, session: SeatHost, name: str, seed: int,
+                 agrees_to_end: bool = False) -> None:
         self.session = session
         self.name = name
         self._ai = HeuristicPlayer(name, seed=seed, level=AI_LEVEL)
+        self._judge = HeuristicChooser(seed, AI_LEVEL) if agrees_to_end else None
 
     async def answer(self, game: Game, number: int = 0,
                      picture: bytes | None = None) -> Answer:
         self.session.changed()
+        if self._judge is not None and game.moves and game.moves[-1].point == PASS:
+            board = game.board
+            if self._judge.choose(without(board, end_of_play_dead(board)),
+                                  game.to_play) == PASS:
+                return Answer(PASS)
         return await self._ai.answer(game, number, picture)
 
     async def aclose(self) -> None:

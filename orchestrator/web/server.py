@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from orchestrator.players.address import AddressError, check_host
 from orchestrator.web.app import MAX_MESSAGE, play_app, watch_app
 from orchestrator.web.connection import host_problem
 from orchestrator.web.feed import ReportPage, WatchFeed
+from orchestrator.web.katago import DEAD_VISITS, KataGoOwnership
 from orchestrator.web.session import PlaySession
 from orchestrator.web.watch import WatchHub
 
@@ -88,14 +90,32 @@ def trusted_hosts(host: str, extra: Iterable[str] = ()) -> list[str]:
     return sorted(n.lower() for n in names if n)
 
 
+@dataclass(frozen=True)
+class PlayKataGo:
+    """The KataGo whose ownership proposes the dead stones of ``go19 play``'s scoring
+    phase (:mod:`orchestrator.web.katago`), started at the first one."""
+
+    binary: Path
+    model: Path
+    config: Path
+    log: Path
+    visits: int = DEAD_VISITS
+    timeout: float | None = None  # seconds per visit; None: collect's [adjudicate] default
+
+
 async def serve_play(host: str, port: int, recordings: Path, allow_hosts: Iterable[str] = (),
+                     katago: PlayKataGo | None = None,
                      task_status: trio.TaskStatus[tuple[str, PlaySession]]
                      = trio.TASK_STATUS_IGNORED) -> None:
     """``go19 play``: one session, a first human-vs-AI game, the page; until cancelled.
-    A port that cannot be bound raises OSError before the session starts."""
+    A port that cannot be bound raises OSError before the session starts. Without
+    ``katago`` the dead stones of a scoring phase are the estimate's only."""
     listener = bind_listener(host, port)
     async with trio.open_nursery() as nursery:
-        session = PlaySession(nursery, recordings)
+        owner = None if katago is None else KataGoOwnership(
+            nursery, katago.binary, katago.model, katago.config, katago.log,
+            visits=katago.visits, timeout=katago.timeout)
+        session = PlaySession(nursery, recordings, katago=owner)
         app = play_app(session, trusted_hosts(host, allow_hosts))
         url = await nursery.start(partial(serve_app, websocket_max_message=MAX_MESSAGE),
                                   app, listener)

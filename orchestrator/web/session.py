@@ -14,6 +14,13 @@ timeout is its clock, and "cancel VLM response" the referee's
 The settings live here, not in the page: every tab shows them as they are (after a
 restart too), an edit in one tab is sent at once and shows in all, and what a new
 game would change is said ("new game to apply") until one starts.
+
+A game with a human seat that ends counted (two passes or the move cap) goes through a
+scoring phase (:mod:`.scoring`): the dead stones are proposed and marked on the board,
+a click on a stone marks its string dead or alive, and **confirm score** ends the game
+with that count (any page confirms: in human vs human either player, otherwise the one
+human). Play does not resume: the referee's game ended at the two passes, as collect's
+does. AI-only games are scored as they stand, as in collect.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from orchestrator.collect.referee import GameSpec, LiveGame, RefereeSettings, pl
 from orchestrator.collect.sgf_record import game_sgf
 from orchestrator.collect.standings import fallback_status, void_streak_text
 from orchestrator.color import BLACK, WHITE
-from orchestrator.coords import PASS
+from orchestrator.coords import PASS, to_gtp
 from orchestrator.events import Event, Fallback, VoidStreak
 from orchestrator.files import atomic_write
 from orchestrator.players.base import RESIGN, Player
@@ -44,11 +51,13 @@ from orchestrator.players.openai import AskSettings, OpenAIEndpoint, OpenAIPlaye
 from orchestrator.prompt import read_template
 from orchestrator.recordings import VOID_DIR, PlayerMeta, sgf_name, utc_stamp
 from orchestrator.render import RenderSettings
+from orchestrator.rules.dead_stones import AdjudicatedScore
 from orchestrator.rules.game import Game
 from orchestrator.web import views
 from orchestrator.web.connection import ServerCheck
 from orchestrator.web.endpoints import Endpoint, open_endpoints
 from orchestrator.web.pulse import Pulse
+from orchestrator.web.scoring import Scoring, scored
 from orchestrator.web.seats import (
     AI_LEVEL,
     SIZE,
@@ -60,8 +69,10 @@ from orchestrator.web.settings import MODE_NAMES, PlaySettings, settings_error
 
 if TYPE_CHECKING:  # what play_game returns, only named in annotations
     from orchestrator.collect.referee import RefereedGame
+    from orchestrator.web.katago import KataGoOwnership
 
 MOVE_CAP = 722
+HUMAN_MODES = ("hh", "ha", "hv")  # a human seat: a counted end is scored by the players
 VOID_AFTER = FallbackRule.model_validate({}).void_after  # collect's: more fallbacks, void game
 
 
@@ -70,10 +81,12 @@ class PlaySession:
     the same game). Runs its tasks in the nursery it is given."""
 
     def __init__(self, nursery: trio.Nursery, recordings: Path,
-                 settings: PlaySettings | None = None) -> None:
+                 settings: PlaySettings | None = None,
+                 katago: KataGoOwnership | None = None) -> None:
         self.nursery = nursery
         self.recordings = recordings
         self.settings = settings or PlaySettings()
+        self.katago = katago  # the dead stones' proposer beside the estimate, if any
         self.pulse = Pulse()
         self.run_id = f"play-{utc_stamp(time.time())}"
         self.checks = {i: ServerCheck(self.changed, partial(self._server_ok, i)) for i in (1, 2)}
@@ -86,6 +99,9 @@ class PlaySession:
         self.marks: dict[int, str] = {}  # move index -> fallback reason
         self.outcome: RefereedGame | None = None
         self.end_text = ""
+        self.scoring: Scoring | None = None  # the scoring phase, while the players mark
+        self.final_score: AdjudicatedScore | None = None  # the count the players confirmed
+        self._confirmed = trio.Event()
         self.status = ("", "info")
         self.saved: list[Path] = []
         self.waiting_human = False
@@ -113,12 +129,19 @@ class PlaySession:
                 self.say(problem, "error")
             else:
                 self.new_game()
-        elif kind == "click":
+        elif kind in ("click", "toggle"):
             point = message.get("point")
             if type(point) is not int or not 0 <= point < SIZE * SIZE:  # JSON true is no point
                 self.say(f"bad point {point!r}", "error")
+            elif kind == "toggle":
+                self._toggle(point)
             else:
                 self._act(point)
+        elif kind == "confirm":
+            if self.scoring is None:
+                self.say("nothing to confirm: a score is confirmed after two passes", "info")
+            else:
+                self._confirmed.set()
         elif kind == "pass":
             self._act(PASS)
         elif kind == "resign":
@@ -158,7 +181,10 @@ class PlaySession:
         return True
 
     def _act(self, action: int) -> None:
-        if self.outcome is not None or self.live is None:
+        if self.scoring is not None:
+            self.say("play is over: click a stone to mark its group dead or alive, then "
+                     "confirm score", "info")
+        elif self.outcome is not None or self.live is None:
             self.say("the game is over: press new game", "info")
         elif not self.waiting_human:
             self.say(f"not your turn: waiting for {self.thinking or 'the AI'}", "info")
@@ -167,6 +193,21 @@ class PlaySession:
                 self._clicks_in.send_nowait(action)
             except trio.WouldBlock:
                 self.say("one move at a time", "info")
+
+    def _toggle(self, point: int) -> None:
+        scoring = self.scoring
+        where = to_gtp(point, SIZE)
+        if scoring is None:
+            self.say("no stones to mark: groups are marked dead after two passes", "info")
+            return
+        try:
+            stones, dead = scoring.toggle(point)
+        except ValueError:
+            self.say(f"no stone at {where}: click a stone to mark its group", "info")
+            return
+        color = "black" if scoring.board[point] == BLACK else "white"
+        count = f"{len(stones)} {color} stone{'s' * (len(stones) != 1)}"
+        self.say(f"{count} at {where} marked {'dead' if dead else 'alive'}", "info")
 
     # -- state shown to pages -----------------------------------------------------
 
@@ -218,7 +259,12 @@ class PlaySession:
         marked = [m.point for i, m in enumerate(game.moves)
                   if i in self.marks and m.point != PASS and game.board[m.point] == m.color]
         counted = self.outcome is not None and self.outcome.reason in views.COUNTED
-        if self.outcome is not None:
+        scoring = self.scoring
+        if scoring is not None:
+            looking = f"; {scoring.waiting} is looking…" if scoring.waiting else ""
+            turn = (f"Scoring (dead stones proposed by {scoring.source}{looking}): click a "
+                    "stone to mark its group dead or alive, then confirm score")
+        elif self.outcome is not None:
             turn = self.end_text
         elif self.thinking:
             turn = f"{self.thinking} is thinking…"
@@ -253,12 +299,14 @@ class PlaySession:
                 "captures": {"black": game.board.captures[BLACK],
                              "white": game.board.captures[WHITE]},
                 "over": self.outcome is not None,
+                "scoring": scoring is not None,
                 "result": self.outcome.result if self.outcome else None,
-                "count": views.count_marks(game.board) if counted else None,
+                "count": (views.count_marks(game.board, scoring.dead) if scoring is not None
+                          else views.count_marks(game.board, self._lifted()) if counted
+                          else None),
             },
             "turn": turn,
-            "estimate": (views.count_line(game.board, game.komi) if counted
-                         else self._estimate_line(game)),
+            "estimate": self._score_line(game, counted),
             "status": {"text": self.status[0], "level": self.status[1]},
             "servers": {i: {"label": c.label, "colour": c.color} for i, c in self.checks.items()},
             "vlm_png": self.vlm_png_version if self.vlm_png else None,
@@ -268,6 +316,23 @@ class PlaySession:
             # Only while training mode is on: the line is about what it does.
             "saved": str(self.saved[-1]) if self.saved and self.settings.training else "",
         }
+
+    def _score_line(self, game: Game, counted: bool) -> str:
+        """Under the board: the estimate while playing, the count once play is over (with
+        the marked or confirmed dead stones lifted)."""
+        if self.scoring is not None:
+            return views.score_line(game.board, self.scoring.score())
+        if counted and self.final_score is not None:
+            return views.score_line(game.board, self.final_score)
+        if counted:
+            return views.count_line(game.board, game.komi)
+        return self._estimate_line(game)
+
+    def _lifted(self) -> frozenset[int]:
+        """The dead stones of the confirmed count (none for a game scored as it stood)."""
+        if self.final_score is None:
+            return frozenset()
+        return frozenset().union(*self.final_score.dead)
 
     def snapshot_text(self) -> str:
         """The snapshot as JSON, built once per change and shared by every page."""
@@ -325,6 +390,7 @@ class PlaySession:
         self.marks = {}
         self.outcome = None
         self.end_text = ""
+        self.final_score = None
         self.vlm_png = None  # "what the VLM sees" shows this game's requests only
         self.clicks, self._clicks_in = self._new_clicks()
         if not self._refused:  # a refused edit's reason outlives the game it did not shape
@@ -348,6 +414,11 @@ class PlaySession:
                 seed=int(time.time()) * 1000 + self.number, live=live, on_event=self.on_event,
             )
         self._endpoints = {}
+        if outcome.reason in views.COUNTED and settings.mode in HUMAN_MODES:
+            score = (await self._score(live.game)).score()
+            outcome = scored(outcome, score)
+            self.final_score = score
+            self.end_text = views.scored_end_line(outcome.reason, score)
         self.outcome = outcome
         if outcome.void:
             self.void += 1
@@ -355,7 +426,8 @@ class PlaySession:
         else:
             self.finished += 1
             self.series += 1
-            self.end_text = views.end_line(outcome.result, outcome.reason, live.game)
+            if outcome.adjudication is None:
+                self.end_text = views.end_line(outcome.result, outcome.reason, live.game)
         self.changed()
         if self.settings.training:  # as the checkbox stands when the game ends
             try:
@@ -367,6 +439,43 @@ class PlaySession:
                 self.saved.append(path)
                 self.say(f"void game kept apart: {path}" if outcome.void else f"saved {path}",
                          "info")
+
+    async def _score(self, game: Game) -> Scoring:
+        """The scoring phase of a game whose play ended counted: the proposal shown, the
+        marks taken, until a page confirms (a new game cancels it: the game is dropped,
+        unrecorded, as one cancelled in play)."""
+        scoring = Scoring(game)
+        if self.katago is not None:  # asked below: the phase says so from its start
+            scoring.waiting = self.katago.name
+        self._confirmed = trio.Event()
+        self.scoring = scoring
+        self.changed()
+        try:
+            async with trio.open_nursery() as nursery:
+                if self.katago is not None:
+                    nursery.start_soon(self._ask_katago, scoring, game)
+                await self._confirmed.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            self.scoring = None
+        self.status = ("", "info")  # the marks' lines are old news once the count is agreed
+        return scoring
+
+    async def _ask_katago(self, scoring: Scoring, game: Game) -> None:
+        """KataGo's proposal, in place of the estimate's if nobody has marked a group."""
+        assert self.katago is not None
+        name = self.katago.name
+        try:
+            answer = await self.katago.ownership(game)
+        finally:
+            scoring.waiting = None
+        if isinstance(answer, str):
+            self.say(f"{answer}; the dead stones are the estimate's", "error")
+        elif scoring.propose(answer, name):
+            self.say(f"{name} proposes {scoring.proposed(answer)} dead stones", "info")
+        else:
+            self.say(f"{name} proposes {scoring.proposed(answer)} dead stones; your marks "
+                     "stand (it answered after them)", "info")
 
     def _seats(self, settings: PlaySettings, endpoints: dict[int, Endpoint]
                ) -> tuple[dict[int, Player], dict[str, PlayerMeta]]:
@@ -384,7 +493,8 @@ class PlaySession:
 
         def ai() -> AiSeat:
             meta["heuristic-ai"] = heuristic_meta(AI_LEVEL, seed)
-            return AiSeat(self, "heuristic-ai", seed)
+            # Against a human it passes back once only dead stones are left to play on.
+            return AiSeat(self, "heuristic-ai", seed, agrees_to_end=mode == "ha")
 
         def vlm(index: int) -> VlmSeat:
             where = settings.where(index)

@@ -1,12 +1,14 @@
 """What the page draws, as plain JSON-ready values: the stones of a board, the moves
 that put them there, the seed client's one-line estimate, and at the end the referee's
-area count, point by point, for the board to mark."""
+area count, point by point, for the board to mark (with the dead stones of a scoring
+phase lifted, :mod:`.scoring`)."""
 
 from __future__ import annotations
 
 from orchestrator.color import BLACK, WHITE
 from orchestrator.coords import GTP_COLUMNS, PASS
 from orchestrator.rules.board import Board
+from orchestrator.rules.dead_stones import AdjudicatedScore, without
 from orchestrator.rules.estimate import estimate
 from orchestrator.rules.game import Game
 from orchestrator.rules.scoring import empty_regions, tromp_taylor
@@ -47,13 +49,13 @@ def estimate_line(board: Board, komi: float) -> str:
     )
 
 
-def count_marks(board: Board) -> dict:
-    """The referee's area count point by point (Tromp-Taylor): the empty points that count
-    for Black and for White, the dame (empty points reaching both colours, or none), and
-    the stones the count removed (none: every stone on the board counts for its owner)."""
-    marks: dict[str, list[int]] = {"black": [], "white": [], "dame": [], "dead": []}
+def count_marks(board: Board, dead: frozenset[int] | set[int] = frozenset()) -> dict:
+    """The referee's area count point by point (Tromp-Taylor) once the ``dead`` stones are
+    lifted: the empty (or lifted) points that count for Black and for White, the dame
+    (empty points reaching both colours, or none), and the stones lifted."""
+    marks: dict[str, list[int]] = {"black": [], "white": [], "dame": [], "dead": sorted(dead)}
     owners = {1: "black", 2: "white"}  # the regions' border bitmask: 3 both, 0 none
-    regions = empty_regions(board)
+    regions = empty_regions(without(board, dead) if dead else board)
     for points, borders in zip(regions.points, regions.borders, strict=True):
         marks[owners.get(borders, "dame")].extend(points)
     for points in marks.values():
@@ -72,6 +74,24 @@ def count_line(board: Board, komi: float) -> str:
     )
 
 
+def _stones(count: int) -> str:
+    return f"{count} dead stone{'s' * (count != 1)}"
+
+
+def score_line(board: Board, score: AdjudicatedScore) -> str:
+    """The count of a scoring phase: with the marked stones lifted, each side's dead
+    stones, and the plain area count beside it."""
+    counted, plain, komi = score.adjudicated, score.plain, score.adjudicated.komi
+    dead = {BLACK: 0, WHITE: 0}
+    for chain in score.dead:
+        dead[board[min(chain)]] += len(chain)
+    return (
+        f"Count B {counted.black} vs W {counted.white + komi:g} (komi {komi:g}) — "
+        f"{lead(counted.margin)} | dead {dead[BLACK]}/{dead[WHITE]} · as the stones stand "
+        f"B {plain.black} vs W {plain.white + komi:g} — {lead(plain.margin)}"
+    )
+
+
 def end_line(result: str, reason: str, game: Game) -> str:
     """The result, why the game ended and, when it was counted, the area count."""
     text = f"Game over: {result} ({reason})"
@@ -79,6 +99,19 @@ def end_line(result: str, reason: str, game: Game) -> str:
         area = tromp_taylor(game.board, game.komi)
         text += (f" — area count B {area.black} vs W {area.white} + komi {game.komi:g} "
                  f"= {area.white + game.komi:g}")
+    return text
+
+
+def scored_end_line(reason: str, score: AdjudicatedScore) -> str:
+    """The confirmed result of a scoring phase: the count with the dead stones lifted, and
+    the plain count when it had another winner."""
+    counted, komi = score.adjudicated, score.adjudicated.komi
+    lifted = sum(len(chain) for chain in score.dead)
+    text = (f"Game over: {counted.result} ({reason}, {_stones(lifted)} lifted) — area count "
+            f"B {counted.black} vs W {counted.white} + komi {komi:g} = "
+            f"{counted.white + komi:g}")
+    if score.flipped:
+        text += f"; as the stones stood {score.plain.result}"
     return text
 
 

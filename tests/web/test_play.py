@@ -100,6 +100,8 @@ def test_two_passes_end_the_game_with_the_referees_count(play, driver):
     press(driver, "pass")
     wait_for(driver, move_is(3))
     press(driver, "pass")
+    wait_for(driver, lambda d: "Scoring" in text(d, "turn"))  # nothing dead on this board
+    press(driver, "confirm")
     wait_for(driver, lambda d: "Game over" in text(d, "turn"))
 
     expected = Game(19, 2.5)
@@ -107,7 +109,7 @@ def test_two_passes_end_the_game_with_the_referees_count(play, driver):
         expected.play(from_gtp(vertex, 19))
     area = tromp_taylor(expected.board, 2.5)
     shown = text(driver, "turn")
-    assert shown.startswith(f"Game over: {area.result} (two-passes)")
+    assert shown.startswith(f"Game over: {area.result} (two-passes, 0 dead stones lifted)")
     assert f"area count B {area.black} vs W {area.white}" in shown
 
 

@@ -160,14 +160,15 @@ def test_two_passes_show_the_area_count_marked_on_the_board(play, driver):
         else:
             click_point(driver, vertex)
         expected.play(PASS if vertex is None else from_gtp(vertex, 19))
-        wait_for(driver, lambda d, n=n: board_attr(d, "move") == str(n)
-                 or "Game over" in text(d, "turn"))
+        wait_for(driver, lambda d, n=n: board_attr(d, "move") == str(n))
+    wait_for(driver, lambda d: "Scoring" in text(d, "turn"))  # no stone is dead here
+    press(driver, "confirm")
     wait_for(driver, lambda d: "Game over" in text(d, "turn"))
     area = tromp_taylor(expected.board, 2.5)
     assert (area.black, area.white, area.result) == (9, 1, "B+5.5")
 
     line = text(driver, "estimate")
-    assert line.startswith("Area count B 9 vs W 3.5 (komi 2.5) — B +5.5"), line
+    assert line.startswith("Count B 9 vs W 3.5 (komi 2.5) — B +5.5"), line
     black = {int(e.get_attribute("data-point")) for e in
              driver.find_elements(By.CSS_SELECTOR, "#board .territory.black")}
     assert black == {from_gtp(v, 19) for v in ("A1", "A2", "B1", "B2")}
@@ -316,7 +317,8 @@ def test_auto_restart_stops_on_a_streak_of_void_games_and_says_so(loop, play, dr
 
 
 def test_a_refused_move_is_forgotten_once_a_move_is_made(play, driver):
-    """The red refusal used to stay through the passes that followed, and "Game over"."""
+    """The red refusal used to stay through the passes that followed, and "Game over"
+    (now the scoring phase, then "Game over")."""
     configure(driver, "hh")
     press(driver, "new")
     wait_for(driver, lambda d: "Black to play" in text(d, "turn"))
@@ -329,7 +331,10 @@ def test_a_refused_move_is_forgotten_once_a_move_is_made(play, driver):
             click_point(driver, action)
         wait_for(driver, lambda d, m=moves, s=status: board_attr(d, "move") == str(m)
                  and text(d, "status") == s, f"after {action}: not move {moves}, {status!r}")
-    assert "Game over" in text(driver, "turn")
+    wait_for(driver, lambda d: "Scoring" in text(d, "turn"))
+    press(driver, "confirm")
+    wait_for(driver, lambda d: "Game over" in text(d, "turn"))
+    assert text(driver, "status") == ""
 
 
 def test_cancel_vlm_response_shows_only_where_a_vlm_plays(play, driver):

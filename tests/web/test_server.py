@@ -231,3 +231,37 @@ async def test_a_page_that_never_reads_cannot_keep_the_server_from_stopping(tmp_
         finally:
             await stream.aclose()  # ends a send stuck for ever, so the test cannot hang
     assert not waited.cancelled_caught, "the server could not stop for a page that never reads"
+
+
+# -- issue 32: the KataGo of the scoring phase ----------------------------------------------
+
+def test_play_refuses_a_named_katago_that_is_not_there(tmp_path):
+    result = go19("play", "--port", "0", "--katago", str(tmp_path / "nope"), "--model",
+                  str(tmp_path / "net"), "--config", str(tmp_path / "cfg"))
+    assert (result.returncode, result.stderr) == (2, f"play: --katago {tmp_path / 'nope'}: "
+                                                     "no such file\n")
+    result = go19("play", "--port", "0", "--no-katago", "--model", str(tmp_path / "net"))
+    assert (result.returncode, result.stderr) == (
+        2, "play: --no-katago with --katago/--model/--config: choose one\n")
+
+
+@pytest.mark.parametrize("with_katago", [False, True])
+def test_play_says_who_proposes_the_dead_stones(tmp_path, with_katago):
+    """KataGo's files are checked, and it is not started until a game is scored: the
+    stand-in of tests/label would log a query; none is made."""
+    from tests.label.standin import standin
+
+    katago = standin(tmp_path / "katago")
+    options = katago.options() if with_katago else ["--no-katago"]
+    play = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "play", "--port", "0",
+                             "--recordings", str(tmp_path / "rec"), *options],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert play.stdout.readline().startswith("go19 play: http://127.0.0.1:")
+    expected = (f"  dead stones at the end: KataGo's ({katago.binary}, 100 visits), the "
+                "estimate's until it answers\n" if with_katago
+                else "  dead stones at the end: the estimate's\n")
+    assert play.stdout.readline() == expected
+    play.send_signal(signal.SIGINT)
+    _, err = play.communicate(timeout=30)
+    assert (play.returncode, err) == (0, "")
+    assert katago.queries() == [] and not (tmp_path / "rec").exists()

@@ -63,10 +63,12 @@ async def test_clicks_refusals_and_the_recorded_game(tmp_path):
         session.handle({"type": "pass"})
         await until(session, lambda: session.live.game.move_number == 3 and session.waiting_human)
         session.handle({"type": "pass"})
+        await until(session, lambda: session.scoring is not None)  # no stone dead here
+        session.handle({"type": "confirm"})
         await until(session, lambda: bool(session.saved))
         assert session.outcome.result == "W+2.5" and session.outcome.reason == "two-passes"
-        assert session.snapshot()["turn"].startswith("Game over: W+2.5 (two-passes) — area "
-                                                     "count B 1 vs W 1")
+        assert session.snapshot()["turn"].startswith("Game over: W+2.5 (two-passes, 0 dead "
+                                                     "stones lifted) — area count B 1 vs W 1")
         game = read_games(session.saved[0].read_bytes())[0]
         assert [(m.point, m.source) for m in game.moves] == [
             (d4, None), (q16, None), (PASS, None), (PASS, None)]
@@ -85,6 +87,8 @@ async def test_saves_of_the_same_second_and_number_each_say_their_own_file(tmp_p
             moves = session.live.game.move_number
             session.handle({"type": "pass"})
             await until(session, lambda moves=moves: session.live.game.move_number > moves)
+        await until(session, lambda: session.scoring is not None)
+        session.handle({"type": "confirm"})
         await until(session, lambda: bool(session.saved))
         meta = {name: PlayerMeta(kind="human") for name in ("human-black", "human-white")}
         again = [session._save(session.outcome, meta) for _ in range(2)]

@@ -201,8 +201,10 @@ export class Board {
     const g = el("g", {id: "marks"});
     const on = (p) => (stones[p] === "1" ? "on-black" : "on-white");
     if (count) {
+      const dead = new Set(count.dead);  // crossed out below: no square under the cross
       for (const owner of ["black", "white"]) {
         for (const p of count[owner]) {
+          if (dead.has(p)) continue;
           const [x, y] = this.at(p);
           g.appendChild(el("rect", {x: x - 0.15, y: y - 0.15, width: 0.3, height: 0.3,
                                     class: `territory ${owner}`, "data-point": p}));

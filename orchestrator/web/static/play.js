@@ -43,6 +43,7 @@ for (const [key, id] of Object.entries(FIELDS)) {
 $("new").onclick = () => link.send({type: "new"});
 $("pass").onclick = () => link.send({type: "pass"});
 $("resign").onclick = () => link.send({type: "resign"});
+$("confirm").onclick = () => link.send({type: "confirm"});
 $("cancel").onclick = () => link.send({type: "cancel"});
 $("check1").onclick = () => link.send({type: "check", server: 1});
 $("check2").onclick = () => link.send({type: "check", server: 2});
@@ -76,11 +77,22 @@ function fillForm(settings) {
   $("colour-label").textContent = mode === "av" ? "AI colour" : "your colour";
 }
 
+// While the players score the game a click marks the stone's group dead or alive (the
+// server decides which stones the group has); a click on an empty point does nothing.
+function clicked(p) {
+  const g = last && last.game;
+  if (g && g.scoring) {
+    if (g.stones[p] !== "0") link.send({type: "toggle", point: p});
+  } else {
+    link.send({type: "click", point: p});
+  }
+}
+
 function show(msg) {
   last = msg;
   if (!board || board.size !== msg.board.size) {
     board = new Board($("board"), msg.board, {
-      onClick: (p) => link.send({type: "click", point: p}),
+      onClick: clicked,
       onHover: (p) => { $("hover").textContent = p === null ? "—" : board.pointName(p); },
     });
   }
@@ -95,10 +107,14 @@ function show(msg) {
   for (const side of ["black", "white"]) {
     $(`${side}-name`).textContent = g[side] || "—";
     $(`${side}-caps`).textContent = `${g.captures[side]} captured`;
-    $(`${side}-card`).classList.toggle("to-play", !g.over && g.to_play === side);
+    $(`${side}-card`).classList.toggle("to-play", !g.over && !g.scoring && g.to_play === side);
   }
   $("turn").textContent = msg.turn;
   $("turn").classList.toggle("over", g.over);
+  $("turn").classList.toggle("scoring", g.scoring);
+  $("board").classList.toggle("scoring", g.scoring);
+  $("pass").hidden = $("resign").hidden = g.scoring;
+  $("confirm").hidden = !g.scoring;
   $("status").textContent = msg.status.text;
   $("status").className = msg.status.level;
   $("estimate").textContent = msg.estimate;
