@@ -144,7 +144,8 @@ def _katago(args: argparse.Namespace) -> PlayKataGo | None | str:
     """The KataGo of the scoring phase: the one named, else the one ``make katago``
     prepared; None without one (or with --no-katago); why not, for named files that are
     missing."""
-    from orchestrator.commands.label import engine_files, prepared_katago
+    from orchestrator.label.config import prepared_katago
+    from orchestrator.label.job import KataGoChoice
     from orchestrator.label.store import LabelError
     from orchestrator.web.server import PlayKataGo
 
@@ -156,11 +157,10 @@ def _katago(args: argparse.Namespace) -> PlayKataGo | None | str:
     if not named and prepared_katago() is None:
         return None
     try:
-        files = engine_files(argparse.Namespace(katago=args.katago, model=args.model,
-                                                config=args.config,
-                                                out=args.recordings / "logs"))
+        files = KataGoChoice(args.katago, args.model, args.config).files(
+            args.recordings / "logs" / "play-katago.log")
     except LabelError as exc:
         return str(exc)
     return PlayKataGo(files.binary, files.model, files.config,
-                      files.log.with_name("play-katago.log"), args.dead_visits,
+                      files.log, args.dead_visits,
                       args.katago_timeout)
