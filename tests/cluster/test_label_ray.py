@@ -8,6 +8,7 @@ import heapq
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 from pathlib import Path
@@ -48,11 +49,21 @@ def _games(folder: Path) -> dict[str, dict[str, Any]]:
     return {g["ident"]: g for g in json.loads((folder / "labels.json").read_text())["games"]}
 
 
-@requires_katago
-def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: Path) -> None:
-    out = tmp_path / "labels"
+@pytest.fixture(scope="module")
+def two_actors(local_ray: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One Ray run shared by the tests that compare it with the single engine's: each CPU
+    # KataGo position costs about a second, so the run is made once.
+    out = tmp_path_factory.mktemp("ray") / "labels"
     assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
                  "--ray", "--engines", "2"]) == 0
+    return out
+
+
+@requires_katago
+def test_two_actors_label_as_one_engine(single: Path, two_actors: Path,
+                                        tmp_path: Path) -> None:
+    out = tmp_path / "labels"
+    shutil.copytree(two_actors, out)  # the resume below appends a run to its manifest
     one, two = LabelSet(single), LabelSet(out)
     assert _games(out).keys() == _games(single).keys()
     assert two.manifest["counts"] == one.manifest["counts"]
@@ -76,13 +87,10 @@ def test_two_actors_label_as_one_engine(local_ray: Any, single: Path, tmp_path: 
 
 
 @requires_katago
-def test_ray_labels_build_the_same_dataset(local_ray: Any, single: Path,
+def test_ray_labels_build_the_same_dataset(single: Path, two_actors: Path,
                                            tmp_path: Path) -> None:
-    out = tmp_path / "labels"
-    assert main(["label", *_files(3), "--out", str(out), "--max-moves", str(MOVES),
-                 "--ray", "--engines", "2"]) == 0
     built = {}
-    for name, labels in (("single", single), ("ray", out)):
+    for name, labels in (("single", single), ("ray", two_actors)):
         built[name] = tmp_path / f"ds-{name}"
         assert main(["dataset", "build", *_files(3), "--out", str(built[name]), "--labels",
                      str(labels), "--target", "katago"]) == 0
@@ -101,8 +109,8 @@ def test_ray_labels_build_the_same_dataset(local_ray: Any, single: Path,
 @requires_katago
 def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) -> None:
     ray = local_ray
-    moves = 6  # games long enough to be caught half answered
-    games, _ = select_games(_files(6), max_moves=moves)
+    moves = MOVES  # games long enough to be caught half answered (a poll a second)
+    games, _ = select_games(_files(4), max_moves=moves)
     options = RunOptions(visits=1, max_in_flight=1)
     writer = LabelWriter.open(tmp_path / "labels", options.settings(moves), [], resume=False)
     killed: list[int] = []
@@ -120,19 +128,19 @@ def test_killed_actor_loses_and_repeats_nothing(local_ray: Any, tmp_path: Path) 
     writer.flush()
     assert killed, "engine 0 never held a game in flight with answers"
     assert result.restarts == 1 and "engine 0" in lines.getvalue()
-    assert result.labelled == len(games) == 6 and result.errors == 0
+    assert result.labelled == len(games) == 4 and result.errors == 0
     labels = LabelSet(tmp_path / "labels")
-    assert labels.manifest["counts"]["status"] == {"ok": 6}
-    assert len(labels) == 6 * moves  # each position once: none lost, none twice
+    assert labels.manifest["counts"]["status"] == {"ok": 4}
+    assert len(labels) == 4 * moves  # each position once: none lost, none twice
     rows = set(zip(labels.arrays["sha1"].tolist(), labels.arrays["game_index"].tolist(),
                    labels.arrays["move_number"].tolist(), strict=True))
-    assert len(rows) == 6 * moves
+    assert len(rows) == 4 * moves
     assert {g.ident for g in games} == {g["ident"] for g in labels.manifest["games"]}
 
 
 @requires_katago
 def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
-    games, _ = select_games(_files(4), max_moves=MOVES)
+    games, _ = select_games(_files(3), max_moves=MOVES)
     options = RunOptions(visits=1, max_in_flight=1)
     folder = tmp_path / "labels"
     writer = LabelWriter.open(folder, options.settings(MOVES), [], resume=False)
@@ -153,7 +161,7 @@ def test_interrupt_keeps_finished_games(local_ray: Any, tmp_path: Path) -> None:
     assert len(done) == MOVES * done.manifest["counts"]["status"]["ok"]
     # Resuming asks only the others, and ends with every game once.
     writer = LabelWriter.open(folder, options.settings(MOVES), [], resume=True)
-    rest = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=2),
+    rest = RayLabelRun(writer, EngineSpec(), options, ClusterOptions(engines=1),
                        PlainReporter(io.StringIO())).run(local_ray, games)
     writer.flush()
     assert rest.already == done.manifest["counts"]["status"]["ok"]
@@ -191,8 +199,8 @@ def test_more_engines_than_the_cluster_holds_is_one_line(local_ray: Any, tmp_pat
 @requires_katago
 def test_katago_killed_inside_an_actor_restarts_there(local_ray: Any, tmp_path: Path) -> None:
     ray = local_ray
-    moves = 6
-    games, _ = select_games(_files(4), max_moves=moves)
+    moves = MOVES
+    games, _ = select_games(_files(3), max_moves=moves)
     options = RunOptions(visits=1, max_in_flight=1)
     writer = LabelWriter.open(tmp_path / "labels", options.settings(moves), [], resume=False)
     killed: list[int] = []
