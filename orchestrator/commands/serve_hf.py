@@ -283,8 +283,14 @@ def _serve(args: argparse.Namespace, template: str, api_key: str | None,
 
         torch.set_num_threads(args.threads)
     from orchestrator.serve.hf.batcher import default_prepare_threads
+    from orchestrator.serve.hf.loading import LoadError, check_before_loading
     from orchestrator.serve.hf.preparing import PreparePool
 
+    try:
+        check_before_loading(args.model, args.adapters, args.device)
+    except LoadError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
     workers = default_prepare_threads() if args.prepare_workers is None else args.prepare_workers
     # Started first: the workers load the processor while this process loads the model.
     pool = PreparePool(args.model, workers) if workers else None

@@ -5,7 +5,9 @@ the command's one-line refusals, and that no other command imports torch."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
+import io
 import json
 import os
 import re
@@ -20,6 +22,7 @@ import pytest
 import sgfmill.sgf
 import trio
 
+from orchestrator.cli import main
 from orchestrator.collect.run import CollectOptions, collect
 from orchestrator.coords import to_gtp
 from orchestrator.files import read_sgf_file
@@ -147,11 +150,30 @@ def test_go19_ping_works_on_every_port(served: Served) -> None:
     assert result.stdout.count("● OK") == 2
 
 
-def run_serve(*args: str, python: list[str] = CLI,
+def run_serve(*args: str, python: list[str] | None = None,
               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*python, "serve", "--engine", "hf", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300,
-                          env=None if env is None else {**os.environ, **env})
+    """``go19 serve --engine hf ARGS``: the refusals end before a port opens, so they run in
+    this process (its torch imported once, not once a refusal); ``python`` runs a process."""
+    argv = ["serve", "--engine", "hf", *args]
+    if python is not None:
+        return subprocess.run([*python, *argv], cwd=REPO, capture_output=True, text=True,
+                              timeout=300, env=None if env is None else {**os.environ, **env})
+    out, err = io.StringIO(), io.StringIO()
+    saved = {name: os.environ.get(name) for name in env or {}}
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(argv)
+            except SystemExit as exit_:  # argparse's refusals
+                status = exit_.code if isinstance(exit_.code, int) else 2
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
 def test_refusals_are_one_line_and_exit_2(tiny: Tiny, tmp_path) -> None:

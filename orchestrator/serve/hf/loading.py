@@ -87,6 +87,19 @@ def resolve_device(spec: str) -> torch.device:
     return device
 
 
+def check_before_loading(model_dir: Path, adapters: dict[str, Path],
+                         device_spec: str) -> torch.device:
+    """What can be refused in a moment (the device, the folders): before the prepare
+    workers are spawned and the model is read, so that a refusal is not a wait."""
+    device = resolve_device(device_spec)
+    if not model_dir.is_dir():
+        raise LoadError(f"--model {model_dir}: no such folder")
+    for name, path in adapters.items():
+        if not path.is_dir():
+            raise LoadError(f"--adapter {name}={path}: no such folder")
+    return device
+
+
 def resolve_dtype(spec: str, device: torch.device) -> torch.dtype:
     """``auto``: bfloat16 on a GPU that has it (float16 on one that has not), float32 on
     the CPU, where half precision is slower, not faster."""
@@ -108,13 +121,8 @@ def _first_line(exc: BaseException) -> str:
 def load(model_dir: Path, adapters: dict[str, Path], device_spec: str = "auto",
          dtype_spec: str = "auto") -> Loaded:
     """The model in ``model_dir`` with every adapter beside it, in eval mode on its device."""
-    device = resolve_device(device_spec)
+    device = check_before_loading(model_dir, adapters, device_spec)
     dtype = resolve_dtype(dtype_spec, device)
-    if not model_dir.is_dir():
-        raise LoadError(f"--model {model_dir}: no such folder")
-    for name, path in adapters.items():
-        if not path.is_dir():
-            raise LoadError(f"--adapter {name}={path}: no such folder")
     transformers.utils.logging.disable_progress_bar()  # one line per fact, no bars
     transformers.utils.logging.set_verbosity_error()
     try:
