@@ -94,7 +94,9 @@ def test_answers_turn_to_blacks_view() -> None:
 
 @requires_katago
 async def test_a_decided_game_resigns_and_a_holdout_game_is_played_out(tmp_path):
-    summary = await collect(_options(tmp_path, 2), None, None, lambda line: None)
+    # The holdout game stops at move 40 (KataGo asked once a move): decided by then, and
+    # counted with the dead stones as two passes would be.
+    summary = await collect(_options(tmp_path, 2, cap=40), None, None, lambda line: None)
     assert summary.exit_code == 0
     records = {r.slot: r for r in read_journal(summary.run_dir / "games.jsonl").records}
     resigned, held = records[0], records[1]
@@ -103,7 +105,7 @@ async def test_a_decided_game_resigns_and_a_holdout_game_is_played_out(tmp_path)
     assert adj is not None and adj.resign is not None and adj.resign.color == "W"
     assert adj.resign.move == resigned.moves and adj.resign.winrate < 0.05
     assert adj.resign.move >= 10
-    assert held.reason == "two-passes"  # random is Black: it would have resigned, lost
+    assert held.reason == "move-cap"  # random is Black: it would have resigned, lost
     hadj = held.adjudication
     assert hadj is not None and hadj.holdout and hadj.would_resign is not None
     assert hadj.would_resign.color == "B" and hadj.false_resign is False

@@ -43,7 +43,8 @@ from tests.label.conftest import KATAGO, requires_katago
 
 pytestmark = requires_katago
 
-MOVE_CAP = 4  # 5 positions a game, the one after the last move included
+MOVE_CAP = 3  # 4 positions a game, the one after the last move included (a second each)
+POSITIONS = MOVE_CAP + 1
 
 
 def short_demo(folder: Path, move_cap: int = MOVE_CAP) -> Path:
@@ -101,7 +102,7 @@ def test_plain_log_shows_the_quality_line_and_go19_review_reuses_the_labels(tmp_
     assert played.returncode == 0, played.stderr
     out = played.stdout
     assert "● OK      review: KataGo" in out  # the preflight line
-    reviewed = [line for line in out.splitlines() if " reviewed (5 positions" in line]
+    reviewed = [line for line in out.splitlines() if f" reviewed ({POSITIONS} positions" in line]
     assert len(reviewed) == 2
     assert "move quality over 2 reviewed games: strong " in reviewed[-1]
     assert "review up to date" in reviewed[-1]
@@ -155,7 +156,7 @@ async def test_ctrl_c_keeps_the_labels_and_resume_labels_the_rest(tmp_path):
     labelled = ok_games(summary.run_dir)
     assert 1 <= labelled < 3
     kept = LabelSet(summary.run_dir / "labels")
-    assert len(kept) == 5 * labelled
+    assert len(kept) == POSITIONS * labelled
 
     again = Heard()  # two engines this time, sharing the queue and the folder
     resumed = await play(tmp_path, 3, review(engines=2), again, resume=summary.run_dir)
