@@ -24,7 +24,8 @@ manifests without ``sgf_root`` and with the sha256 of that resolved table: the s
 at the same files, spelt from two dataset folders. Any other `"../…"` path in a manifest (an
 export's `dataset`) is compared made absolute, for the same reason.
 
-Then each checkout records its own demo run (``matchups/demo.toml`` with one game at a
+Then each checkout records its own demo run (the before checkout's ``matchups/demo.toml``,
+the same matchup for both, with one game at a
 time, so the embedded heuristic servers see their requests in one order, and a picture
 size per player so that the size travels) and their SGFs and journals are compared after
 masking only what the clock and the machine decide: ``DT``, ``GOXIXMS`` values, the
@@ -33,6 +34,10 @@ names, and the embedded servers' loopback ports. Where the *after* checkout writ
 player's ``render`` settings (``--render-added``: the field issue 22 adds), the comparison
 checks they say the matchup's ``image_px`` and then leaves them out. Last, the after run's
 recordings go through build and export, and their pictures must be the before run's.
+
+Where a later issue changed a default on purpose, ``--prompt FILE`` exports both with one
+template and ``--added KEY`` leaves out a JSON key the after checkout adds with an empty
+value (e.g. a report's ``"adjudication": null``).
 
 Exit status 0 when everything is the same, 1 otherwise (each difference is named).
 """
@@ -103,8 +108,20 @@ def resolve_relative(path: Path) -> bytes:
         os.path.join(path.parent.resolve(), m.group(1).decode())).encode() + b'"', data)
 
 
+# Keys a later issue added with an empty value (--added KEY): left out of both sides, so
+# that what was there before still has to be the same.
+ADDED: list[tuple[re.Pattern[bytes], bytes]] = []
+
+
+def added_rules(key: str) -> list[tuple[re.Pattern[bytes], bytes]]:
+    name = re.escape(key.encode())
+    empty = rb'(?:null|true|false|\[\]|\{\})'
+    return [(re.compile(rb',\s*"' + name + rb'":\s*' + empty), b""),
+            (re.compile(rb'"' + name + rb'":\s*' + empty + rb',\s*'), b"")]
+
+
 def mask(data: bytes, rules: list[tuple[re.Pattern[bytes], bytes]]) -> bytes:
-    for pattern, replacement in rules:
+    for pattern, replacement in [*rules, *ADDED]:
         data = pattern.sub(replacement, data)
     return data
 
@@ -193,8 +210,10 @@ def demo_matchup(tree: Path, out: Path) -> Path:
     return out
 
 
-def record_demo(tree: Path, work: Path) -> Path:
-    matchup = demo_matchup(tree, work / "demo.toml")
+def record_demo(tree: Path, work: Path, matchup_of: Path) -> Path:
+    """``tree`` records the demo of ``matchup_of`` (the before checkout: the same matchup
+    for both, whatever a later issue changed in matchups/demo.toml)."""
+    matchup = demo_matchup(matchup_of, work / "demo.toml")
     go19(tree, "collect", "--matchup", matchup, "--games", GAMES, "--recordings",
          work / "rec", "--no-dashboard", "--no-report")
     (run,) = (work / "rec").iterdir()
@@ -266,7 +285,16 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "sgf" / "real")
     parser.add_argument("--render-added", action="store_true",
                         help="the after checkout records the players' render settings")
+    parser.add_argument("--prompt", type=Path, default=None,
+                        help="the prompt template both checkouts export with (a later issue "
+                             "may have changed the default)")
+    parser.add_argument("--added", action="append", default=[], metavar="KEY",
+                        help="a JSON key the after checkout adds with an empty value "
+                             "(null, false, [], {}): left out of both sides")
     args = parser.parse_args()
+    for key in args.added:
+        ADDED.extend(added_rules(key))
+    prompt = [] if args.prompt is None else ["--prompt", str(args.prompt.resolve())]
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     found = {side: extras(tree) for side, tree in trees.items()}
     if found["before"] != found["after"]:
@@ -285,7 +313,7 @@ def main() -> int:
         folder.mkdir(parents=True)
     cmp = Comparison()
 
-    demo = record_demo(trees["before"], work["before"])
+    demo = record_demo(trees["before"], work["before"], trees["before"])
     rules = {"manifest.json": MANIFEST_CLOCK}
     for side, tree in trees.items():
         out = work[side]
@@ -295,11 +323,11 @@ def main() -> int:
         # The same input for both: the before checkout's datasets.
         source = work["before"]
         go19(tree, "dataset", "export", source / "ds-demo", "--format", "jsonl",
-             "--out", out / "ex-demo-jsonl")
+             *prompt, "--out", out / "ex-demo-jsonl")
         go19(tree, "dataset", "export", source / "ds-demo", "--format", "parquet",
-             "--out", out / "ex-demo-parquet")
+             *prompt, "--out", out / "ex-demo-parquet")
         go19(tree, "dataset", "export", source / "ds-small", "--format", "jsonl",
-             "--out", out / "ex-small-jsonl")
+             *prompt, "--out", out / "ex-small-jsonl")
         # Beside each other, so that their links to the SGFs read the same.
         go19(tree, "report", demo, "--out", work["before"] / f"report-{side}")
         for name, target in (("corpus", corpus), ("demo", demo)):
@@ -331,10 +359,10 @@ def main() -> int:
     # Each checkout's own demo run: the games must be the same.
     fresh = work["after"] / "own"
     fresh.mkdir()
-    after_run = record_demo(trees["after"], fresh)
+    after_run = record_demo(trees["after"], fresh, trees["before"])
     compare_recordings(cmp, demo, after_run, args.render_added)
     go19(trees["after"], "dataset", "build", after_run, "--out", fresh / "ds")
-    go19(trees["after"], "dataset", "export", fresh / "ds", "--format", "jsonl",
+    go19(trees["after"], "dataset", "export", fresh / "ds", "--format", "jsonl", *prompt,
          "--out", fresh / "ex")
     before_ex = json.loads((work["before"] / "ex-demo-jsonl" / "manifest.json").read_text())
     after_ex = json.loads((fresh / "ex" / "manifest.json").read_text())
