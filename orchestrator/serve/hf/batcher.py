@@ -2,8 +2,9 @@
 to the model, which runs in a worker thread (``trio.to_thread``) so that the trio loop
 keeps accepting connections, answering PINGs and reading frames meanwhile.
 
-Requests are prepared as they arrive (pictures decoded, tokens and pixels made; all those
-waiting at once in one call, in ``prepare_threads`` threads of their own), so a batch
+Requests are prepared as they arrive (pictures decoded, tokens and pixels made; those
+waiting at once in calls of up to ``PREPARE_CHUNK``, in ``prepare_threads`` threads of
+their own, each handing its calls to a worker process or running them itself), so a batch
 waits only for the model, and the next batch's inputs are made while one generates. A
 batch starts as soon as the model is free, unless requests still being prepared could
 join it: then it waits for them until ``max_batch`` requests wait or the oldest has
@@ -25,6 +26,16 @@ import trio
 from orchestrator.players.openai_wire import Completion
 from orchestrator.serve.hf.jobs import BatchTimes, Job, RequestError
 from orchestrator.serve.hf.stats import ServeStats
+
+# Requests prepared per call. A whole batch in one call (64 at once) made the model wait
+# for all of it: requests answered together came back together and were prepared together,
+# so preparing and generate took turns, the model idle 28-52 % at 64 in flight. In calls
+# of 8 the first are queued while the rest are made, and the model starts on them
+# (bench/serve_vs_vllm.py, go19 alone, one worker on 2 cores, two rounds each: at 64 in
+# flight 86-112 req/s in one call, 98-99 in calls of 4, 116-137 of 8, 120-128 of 16; at 16,
+# 87-98 / 90-91 / 105-109 / 91-105). Pictures in one image-processor call cost less each,
+# and 8 keep most of that.
+PREPARE_CHUNK = 8
 
 RunBatch = Callable[[list[Job]], tuple[list[Completion | RequestError], BatchTimes]]
 Prepare = Callable[[list[Job]], list[RequestError | None]]
@@ -107,13 +118,13 @@ class Batcher:
             raise entry.result
 
     async def _prepare_forever(self, prepare: Prepare) -> None:
-        """Prepare the requests that arrived, all those waiting at once (up to a batch)."""
+        """Prepare the requests that arrived, those waiting at once (up to PREPARE_CHUNK)."""
         while True:
             while not self._unprepared:
                 self._arrived = trio.Event()
                 await self._arrived.wait()
             taken = [self._unprepared.popleft()
-                     for _ in range(min(len(self._unprepared), self.max_batch))]
+                     for _ in range(min(len(self._unprepared), PREPARE_CHUNK))]
             try:
                 errors = await trio.to_thread.run_sync(prepare, [e.job for e in taken])
             except Exception as exc:  # a bug's failure is these requests' answer
