@@ -5,7 +5,8 @@ downloaded. Each step prints what it does and how long it took:
 2. `go19 collect`: a short heuristic run (matchups/demo.toml);
 3. `go19 dataset build` + `export`: two slices, the winner's moves and all moves;
 4. `go19 train-lora` (TRL's SFTTrainer): adapter `winner` on the first, `all` on the second;
-5. `go19 serve --engine hf`: both adapters, one port each;
+5. `go19 serve --engine hf --constrain legal`: both adapters, one port each, answering
+   only legal moves (so that the games below are theirs, not fallbacks);
 6. `go19 collect` between them, reviewed by the CPU KataGo when `make katago` prepared it
    (`--review`), else one line says the review is skipped; the run's report is written.
 
@@ -108,7 +109,11 @@ def main() -> int:
             "--out", work / f"adapter-{name}", "--steps", args.steps])
     print("== 5/6 serve both adapters with go19 serve --engine hf", flush=True)
     t = time.monotonic()
-    argv = [*GO19, "serve", "--engine", "hf", "--model", str(model), "--threads", "1"]
+    # A few minutes of LoRA on a random model learn little of a move's spelling (free
+    # decoding answered "a ata a" for every move, all fallbacks, nothing to review), so
+    # the adapters decode under the move grammar: every answer is their own legal move.
+    argv = [*GO19, "serve", "--engine", "hf", "--model", str(model), "--threads", "1",
+            "--constrain", "legal"]
     for name in slices:
         argv += ["--adapter", f"{name}={work / f'adapter-{name}'}",
                  "--listen", f"{name}=127.0.0.1:0"]

@@ -36,5 +36,7 @@ def test_the_demo_runs_every_step_and_plays_the_adapters(tmp_path: Path) -> None
     assert len(games) == 1
     # Both seats were the served adapters, each answering under its own name.
     assert {games[0]["black"], games[0]["white"]} == {"winner", "all"}
+    # Served under the move grammar, every move asked is the adapter's own, none a fallback.
+    assert games[0]["fallbacks"] == {"winner": {}, "all": {}}
     assert list((work / "reports").glob("*/report.md"))
     assert "demo-vlm: done in" in done.stdout
