@@ -1,9 +1,10 @@
 """One module per go19 subcommand (see orchestrator/cli.py), and what they share: the
-help layout and argument types."""
+help layout, argument types and the check of the vlm extra."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 from collections.abc import Mapping
 
@@ -162,3 +163,29 @@ SUMMARIES: Mapping[str, str] = {
     'tiny-model': 'make a tiny random Qwen2.5-VL (about 117 k parameters) to try the model side',
     'train-lora': "train a LoRA adapter with TRL's SFTTrainer on a `go19 dataset export`",
 }
+
+
+VLM_EXTRA_INSTALL = ("needs the vlm extra: .venv/bin/pip install -e '.[vlm]' (on a GPU box, "
+                     "the CUDA build of torch first: docs/vlm.md)")
+
+
+def extra_problem(what: str) -> str | None:
+    """Why ``what`` (``--engine hf``, ``the tiny model``, ``training``) cannot use the vlm
+    extra here, or None. torch is looked for first: the libraries after it print warnings
+    of their own when it is missing."""
+    for name in ("torch", "transformers", "peft"):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return f"{what} {VLM_EXTRA_INSTALL}; {exc.name or name} is missing"
+    try:
+        import torchvision  # noqa: F401  (Qwen-VL processors need its video processor)
+    except ImportError:
+        return f"{what} {VLM_EXTRA_INSTALL}; torchvision is missing"
+    except Exception as exc:  # a torchvision built for another torch fails at import
+        import torch
+
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return (f"torchvision does not import beside torch {torch.__version__}: {first}; "
+                "install the pair together (docs/vlm.md)")
+    return None

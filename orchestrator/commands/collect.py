@@ -21,6 +21,7 @@ from orchestrator.collect.run import (
 )
 from orchestrator.collect.standings import games_named, stop_reason
 from orchestrator.commands import SUMMARIES, add_katago_timeout, positive_int
+from orchestrator.players.address import is_loopback
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
 
@@ -314,7 +315,7 @@ def _with_web_page(bind: str, allow_hosts: list[str], report: EndReport | None,
         print(f"collect: --web: cannot listen on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)
         return None
-    if not server.is_loopback(host):
+    if not is_loopback(host):
         print(server.NO_AUTH_WARNING.format(host=host), file=sys.stderr)
     hosts = server.trusted_hosts(host, allow_hosts)
     return server.watch_task(listener, hosts, None if report is None else report.write,

@@ -14,7 +14,7 @@ import trio
 
 from orchestrator.collect.matchup import Adjudicate
 from orchestrator.commands import SUMMARIES, positive_int, positive_seconds
-from orchestrator.players.address import AddressError, check_host
+from orchestrator.players.address import AddressError, check_host, is_loopback
 
 if TYPE_CHECKING:
     from orchestrator.web.server import PlayKataGo
@@ -84,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
             NO_AUTH_WARNING,
             WILDCARDS,
             allowed_names_problem,
-            is_loopback,
             serve_play,
             trusted_hosts,
         )

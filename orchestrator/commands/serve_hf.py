@@ -5,8 +5,6 @@ every other command)."""
 from __future__ import annotations
 
 import argparse
-import importlib
-import ipaddress
 import os
 import re
 import signal
@@ -17,7 +15,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from orchestrator.commands import extra_problem
 from orchestrator.coords import MOVE_TEXTS
+from orchestrator.players.address import is_loopback
 from orchestrator.prompt import GO19_FIELDS, PromptError, fields, read_template
 
 if TYPE_CHECKING:
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 BASE = "base"  # orchestrator.serve.hf.jobs.BASE, without importing the package before the checks
 API_KEY_ENV = "GO19_API_KEY"  # as vLLM's VLLM_API_KEY
-EXTRA_LINE = ("--engine hf needs the vlm extra: .venv/bin/pip install -e '.[vlm]' (on a GPU "
-              "box, the CUDA build of torch first: docs/vlm.md)")
 
 # (option, dest, default): the options that mean something only with --engine hf.
 _HF_OPTIONS: list[tuple[str, str, object]] = []
@@ -201,37 +199,6 @@ def _check_knowable(template: str, args: argparse.Namespace) -> None:
                          "template, and export with the same template")
 
 
-def extra_problem() -> str | None:
-    """Why the vlm extra cannot be used here, or None. torch is looked for first: the
-    libraries after it print warnings of their own when it is missing."""
-    for name in ("torch", "transformers", "peft"):
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            return f"{EXTRA_LINE}; {exc.name or name} is missing"
-    try:
-        import torchvision  # noqa: F401  (Qwen-VL processors need its video processor)
-    except ImportError:
-        return f"{EXTRA_LINE}; torchvision is missing"
-    except Exception as exc:  # a torchvision built for another torch fails at import
-        import torch
-
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return (f"torchvision does not import beside torch {torch.__version__}: {first}; "
-                "install the pair together (docs/vlm.md)")
-    return None
-
-
-def is_loopback(host: str) -> bool:
-    """``host`` (as ``--openai`` or ``--host`` gives it) reaches this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name: it may resolve to anything
-
-
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -256,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, PromptError) as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
-    problem = extra_problem()
+    problem = extra_problem("--engine hf")
     if problem:
         print(f"serve: {problem}", file=sys.stderr)
         return 2

@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import SUMMARIES, examples
-from orchestrator.commands.serve_hf import extra_problem
+from orchestrator.commands import SUMMARIES, examples, extra_problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         print(f"tiny-model: {out}: exists and is not a folder", file=sys.stderr)
         return 2
-    problem = extra_problem()
+    problem = extra_problem("the tiny model")
     if problem:
         print(f"tiny-model: {problem}", file=sys.stderr)
         return 2

@@ -7,8 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import SUMMARIES, examples
-from orchestrator.commands.serve_hf import extra_problem
+from orchestrator.commands import SUMMARIES, examples, extra_problem
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.steps < 1 or args.batch < 1 or args.threads < 1:
         print("train-lora: --steps, --batch and --threads must be at least 1", file=sys.stderr)
         return 2
-    problem = extra_problem()
+    problem = extra_problem("training")
     if problem is None:
         try:
             import trl  # noqa: F401

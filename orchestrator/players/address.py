@@ -136,3 +136,16 @@ def parse_base_url(text: str) -> BaseUrl:
         raise AddressError(f"bad URL {text!r}: port 0")
     return BaseUrl(parts.scheme, host, port or DEFAULT_PORTS[parts.scheme],
                    parts.path.rstrip("/"))
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` (as :func:`check_host` spells it: ``127.1`` written out as ``127.0.0.1``;
+    an IPv6 address with or without its brackets) reaches this machine only. A name other
+    than ``localhost`` may resolve to anything, so it is not."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

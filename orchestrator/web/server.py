@@ -9,7 +9,6 @@ rebound to 127.0.0.1 (DNS rebinding) gets a 400, not the game."""
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -42,18 +41,6 @@ NO_AUTH_WARNING = ("warning: {host} is not a loopback address: anyone who can re
 NAMES_NOTE = ("note: the page answers to the Host names {names}; reach it by another name "
               "with --{option} NAME")
 SHUTDOWN_GRACE_S = 2.0  # watch pages hear that the run is over before the server goes
-
-
-def is_loopback(host: str) -> bool:
-    """For a host as :func:`~orchestrator.players.address.check_host` spells it (``127.1``
-    already written out as ``127.0.0.1``)."""
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def allowed_names_problem(names: Iterable[str]) -> str | None:

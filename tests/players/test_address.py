@@ -9,6 +9,7 @@ import trio
 from orchestrator.players.address import (
     AddressError,
     check_host,
+    is_loopback,
     parse_base_url,
     parse_hostport,
 )
@@ -104,3 +105,11 @@ async def test_ping_once_says_bad_host_name_and_still_pings_good_ones() -> None:
         assert line == f"FAILED a..b:{port}: bad host name (0.0 ms)"
         assert (await ping_once(("127.0.0.1", port), 5))[0]
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True),
+    ("localhost", True), ("0.0.0.0", False), ("192.168.1.5", False), ("example.org", False),
+])
+def test_loopback_hosts(host, loopback):
+    assert is_loopback(host) is loopback
