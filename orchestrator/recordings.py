@@ -188,6 +188,10 @@ class Adjudication(_Part):
     dead_stones: int | None = None
     flipped: bool = False
     off: str | None = None
+    # A play-page game scored by its players: who proposed the dead stones ("katago" or
+    # "estimate") and whether a player changed the proposal before confirming.
+    proposed_by: str | None = None
+    players_changed: bool = False
 
 
 _OPTIONAL = ("tokens", "replies", "adjudication")

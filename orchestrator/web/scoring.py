@@ -89,12 +89,16 @@ class Scoring:
                                 tromp_taylor(lifted, self.komi), self.chains())
 
 
-def scored(outcome: RefereedGame, score: AdjudicatedScore) -> RefereedGame:
+def scored(outcome: RefereedGame, scoring: Scoring) -> RefereedGame:
     """The referee's game with the confirmed count as its result, recorded as collect
-    records a game whose dead stones were scored."""
+    records a game whose dead stones were scored, with who proposed them and whether a
+    player changed the proposal."""
+    score = scoring.score()
     counted = score.adjudicated
     record = Adjudication(area_result=score.plain.result, adjudicated_result=counted.result,
                           dead_stones=sum(len(chain) for chain in score.dead),
-                          flipped=score.flipped)
+                          flipped=score.flipped,
+                          proposed_by="estimate" if scoring.source == ESTIMATE else "katago",
+                          players_changed=scoring.touched)
     return replace(outcome, result=counted.result, winner=counted.winner,
                    score=counted.margin, adjudication=record)

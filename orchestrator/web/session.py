@@ -415,9 +415,9 @@ class PlaySession:
             )
         self._endpoints = {}
         if outcome.reason in views.COUNTED and settings.mode in HUMAN_MODES:
-            score = (await self._score(live.game)).score()
-            outcome = scored(outcome, score)
-            self.final_score = score
+            scoring = await self._score(live.game)
+            outcome = scored(outcome, scoring)
+            score = self.final_score = scoring.score()
             self.end_text = views.scored_end_line(outcome.reason, score)
         self.outcome = outcome
         if outcome.void:

@@ -103,9 +103,10 @@ async def test_the_dead_group_is_proposed_toggled_and_its_count_recorded(tmp_pat
     sgf = sgfmill.sgf.Sgf_game.from_bytes(path.read_bytes())
     root = sgf.get_root()
     assert root.get("RE") == "B+1.5"
+    # The estimate proposed B2 dead; the players changed the marks and came back to it.
     assert json.loads(root.get("GOXIXADJ")) == {
         "area_result": "W+3.5", "adjudicated_result": "B+1.5", "dead_stones": 1,
-        "flipped": True}
+        "flipped": True, "proposed_by": "estimate", "players_changed": True}
     moves = [node.get_move() for node in sgf.get_main_sequence()[1:]]
     assert len(moves) == 11 and moves[1] == ("w", (1, 1))  # B2: row 1 from the bottom
     record = record_from_sgf(read_games(path.read_bytes())[0])
@@ -174,6 +175,11 @@ async def test_katagos_proposal_replaces_the_estimates(tmp_path):
         assert B2 in session.scoring.dead and not session.scoring.dead & WALL
         assert session.snapshot()["turn"].startswith("Scoring (dead stones proposed by "
                                                      "KataGo (1 visit))")
+        session.handle({"type": "confirm"})  # KataGo's proposal as it stands
+        await until(session, lambda: session.outcome is not None)
+        adjudication = session.outcome.adjudication
+        assert adjudication is not None
+        assert (adjudication.proposed_by, adjudication.players_changed) == ("katago", False)
         nursery.cancel_scope.cancel()
 
 
