@@ -82,6 +82,11 @@ class Scoring:
             seen.setdefault(id(group), frozenset(group.stones))
         return tuple(sorted(seen.values(), key=min))
 
+    @property
+    def proposer(self) -> str:
+        """Who proposed the marks, as the record says it: "estimate" or "katago"."""
+        return "estimate" if self.source == ESTIMATE else "katago"
+
     def score(self) -> AdjudicatedScore:
         """The plain area count and the count with the marked stones lifted."""
         lifted = without(self.board, self.dead) if self.dead else self.board
@@ -89,16 +94,15 @@ class Scoring:
                                 tromp_taylor(lifted, self.komi), self.chains())
 
 
-def scored(outcome: RefereedGame, scoring: Scoring) -> RefereedGame:
+def scored(outcome: RefereedGame, score: AdjudicatedScore, proposed_by: str,
+           players_changed: bool) -> RefereedGame:
     """The referee's game with the confirmed count as its result, recorded as collect
     records a game whose dead stones were scored, with who proposed them and whether a
     player changed the proposal."""
-    score = scoring.score()
     counted = score.adjudicated
     record = Adjudication(area_result=score.plain.result, adjudicated_result=counted.result,
                           dead_stones=sum(len(chain) for chain in score.dead),
                           flipped=score.flipped,
-                          proposed_by="estimate" if scoring.source == ESTIMATE else "katago",
-                          players_changed=scoring.touched)
+                          proposed_by=proposed_by, players_changed=players_changed)
     return replace(outcome, result=counted.result, winner=counted.winner,
                    score=counted.margin, adjudication=record)

@@ -416,8 +416,8 @@ class PlaySession:
         self._endpoints = {}
         if outcome.reason in views.COUNTED and settings.mode in HUMAN_MODES:
             scoring = await self._score(live.game)
-            outcome = scored(outcome, scoring)
             score = self.final_score = scoring.score()
+            outcome = scored(outcome, score, scoring.proposer, scoring.touched)
             self.end_text = views.scored_end_line(outcome.reason, score)
         self.outcome = outcome
         if outcome.void:
