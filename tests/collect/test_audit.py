@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 import trio
 
-from orchestrator.collect.audit import ServingAuditFailed, audit_servers
+from orchestrator.collect.audit import (
+    BATCHED_ROUNDS,
+    PROBE_PLIES,
+    ServingAuditFailed,
+    audit_servers,
+)
 from orchestrator.collect.matchup import load_matchup
 from tests.players.openai_server import LOCALHOST, OpenAIServer
 
@@ -41,23 +46,29 @@ white = "a"
 OWN_CHOICE = {"a": 0, "b": 1, "base": 2}  # which of the legal moves each model answers
 
 
-def mixing_server() -> OpenAIServer:
+def mixing_server(unmixed: int = 0) -> OpenAIServer:
+    """``unmixed``: the base model's first requests in company that still answer its own
+    (a server that did not batch them with the others)."""
     server = OpenAIServer(models=["base", "a", "b"], delay_s=1.0)
+    in_company = 0
 
     def reply(request: dict) -> str:
+        nonlocal in_company
         choices = request["structured_outputs"]["choice"]
         model = request["model"]
         if model == "base" and server.most_running > 1:  # in company: b's answer
-            model = "b"
+            in_company += 1
+            if in_company > unmixed:
+                model = "b"
         return choices[OWN_CHOICE[model]]
 
     server.reply = reply
     return server
 
 
-async def audited(tmp_path: Path, nursery: trio.Nursery, strict: bool = False
-                  ) -> tuple[list, list[str], str]:
-    port = await nursery.start(mixing_server().serve)
+async def audited(tmp_path: Path, nursery: trio.Nursery, strict: bool = False,
+                  unmixed: int = 0) -> tuple[list, list[str], str]:
+    port = await nursery.start(mixing_server(unmixed).serve)
     url = f"http://{LOCALHOST}:{port}/v1"
     path = tmp_path / "mixed.toml"
     path.write_text(MATCHUP.format(url=url))
@@ -80,3 +91,21 @@ async def test_strict_audit_stops_before_anything_is_recorded(tmp_path, nursery,
     with pytest.raises(ServingAuditFailed, match=r"base answers as b when batched with a, b "
                        r".*; --strict-audit: nothing recorded$"):
         await audited(tmp_path, nursery, strict=True)
+
+
+async def test_a_mixed_round_the_server_did_not_batch_is_sent_again(tmp_path, nursery,
+                                                                    loopback_clock) -> None:
+    # The first mixed round's 3 base probes were answered as if alone (on a busy machine
+    # vLLM answered one before the others arrived): the next round finds the mixing.
+    findings, said, url = await audited(tmp_path, nursery, unmixed=len(PROBE_PLIES))
+    assert [(f.model, f.like, f.changed, f.probes) for f in findings] == [("base", "b", 3, 3)]
+    assert said[0].startswith(f"warning: serving audit: {url}: base answers as b ")
+
+
+async def test_a_server_that_never_batched_them_passes_after_every_round(
+        tmp_path, nursery, loopback_clock) -> None:
+    findings, said, url = await audited(tmp_path, nursery,
+                                        unmixed=BATCHED_ROUNDS * len(PROBE_PLIES))
+    assert findings == []
+    assert said == [f"● serving audit: {url}: a, b, base answer alike alone and batched "
+                    "together (3 probe positions)"]
