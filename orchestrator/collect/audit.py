@@ -10,10 +10,10 @@ model is asked a few fixed probe positions alone, one request at a time, then al
 again in one concurrent batch mixing every model: greedy and seeded, so an answer that
 changes is the batch's doing. Whether concurrent requests share a batch is the server's
 timing (on a loaded machine the first may be answered before the last arrives), so the
-mixed batch is sent up to ``BATCHED_ROUNDS`` times and the first round with a change is
-the finding. Each change is a warning naming the models ("base answers
-as b when batched with a, b"); with ``--strict-audit`` the run stops (exit 3) before
-anything is recorded.
+mixed batch holds ``MIXED_COPIES`` copies of each request, and is sent up to
+``BATCHED_ROUNDS`` times; the first round with a change is the finding. Each change is a
+warning naming the models ("base answers as b when batched with a, b"); with
+``--strict-audit`` the run stops (exit 3) before anything is recorded.
 
 An answer is the move read from the reply (as the run would play it; a reply with no move
 is "no move"), so a base model's noise that stays noise is not a finding. Requests that
@@ -46,9 +46,11 @@ from orchestrator.words import plural
 PROBE_PLIES = (0, 3, 8)
 PROBE_SEED = 19
 AUDIT_SEED = 1  # every probe request's sampling seed (decoding is greedy anyway)
-# One mixed round missed vLLM's mixing once in a suite run on a busy machine (its requests
-# were not batched together); a clean server costs this many rounds of a few requests.
+# One mixed round of one copy per request missed vLLM's mixing in suite runs on a busy
+# machine (the server answered its requests one after another); a clean server costs this
+# many rounds of copies x models x probes requests.
 BATCHED_ROUNDS = 3
+MIXED_COPIES = 4
 
 
 class ServingAuditFailed(RuntimeError):
@@ -137,29 +139,41 @@ async def _audit_one(url: str, askers: list[_Asker], games: list[Game]) -> _Audi
     findings: list[Finding] = []
     async with AsyncExitStack() as stack:
         endpoints = {asker.model: await stack.enter_async_context(OpenAIEndpoint(
-            [url], asker.model, api_key=asker.api_key, slots_per_replica=len(games),
+            [url], asker.model, api_key=asker.api_key,
+            slots_per_replica=len(games) * MIXED_COPIES,
             connect_timeout=connect)) for asker in askers}
         for asker in askers:  # alone: one request on the server at a time
             for k, game in enumerate(games):
                 alone[asker.model, k] = await asker.ask(endpoints[asker.model], game)
         failed += sum(answer is None for answer in alone.values())
         for _ in range(BATCHED_ROUNDS):
-            batched: dict[tuple[str, int], str | None] = {}
+            copies: dict[tuple[str, int], list[str | None]] = {
+                (asker.model, k): [] for asker in askers for k in range(len(games))}
             async with trio.open_nursery() as nursery:  # every model's probes at once
-                for asker in askers:
-                    for k in range(len(games)):
-                        nursery.start_soon(_ask_into, batched, asker, endpoints[asker.model],
-                                           games, k)
-            failed += sum(answer is None for answer in batched.values())
+                for _copy in range(MIXED_COPIES):
+                    for asker in askers:
+                        for k in range(len(games)):
+                            nursery.start_soon(_ask_into, copies[asker.model, k], asker,
+                                               endpoints[asker.model], games[k])
+            failed += sum(answer is None for answers in copies.values() for answer in answers)
+            batched = {key: _telling(alone[key], answers) for key, answers in copies.items()}
             findings = _findings(url, askers, len(games), alone, batched)
             if findings:
                 break
     return _Audit(findings, failed)
 
 
-async def _ask_into(answers: dict[tuple[str, int], str | None], asker: _Asker,
-                    endpoint: OpenAIEndpoint, games: list[Game], k: int) -> None:
-    answers[asker.model, k] = await asker.ask(endpoint, games[k])
+async def _ask_into(answers: list[str | None], asker: _Asker, endpoint: OpenAIEndpoint,
+                    game: Game) -> None:
+    answers.append(await asker.ask(endpoint, game))
+
+
+def _telling(alone: str | None, copies: list[str | None]) -> str | None:
+    """The batched answer to compare: the first copy that differs from the answer alone,
+    else the first that got one."""
+    answered = [answer for answer in copies if answer is not None]
+    return next((answer for answer in answered if answer != alone),
+                answered[0] if answered else None)
 
 
 def _findings(url: str, askers: list[_Asker], probes: int,

@@ -16,6 +16,7 @@ import trio
 
 from orchestrator.collect.audit import (
     BATCHED_ROUNDS,
+    MIXED_COPIES,
     PROBE_PLIES,
     ServingAuditFailed,
     audit_servers,
@@ -95,9 +96,10 @@ async def test_strict_audit_stops_before_anything_is_recorded(tmp_path, nursery,
 
 async def test_a_mixed_round_the_server_did_not_batch_is_sent_again(tmp_path, nursery,
                                                                     loopback_clock) -> None:
-    # The first mixed round's 3 base probes were answered as if alone (on a busy machine
-    # vLLM answered one before the others arrived): the next round finds the mixing.
-    findings, said, url = await audited(tmp_path, nursery, unmixed=len(PROBE_PLIES))
+    # Every copy of the first mixed round's base probes was answered as if alone (on a
+    # busy machine vLLM answered each before the others arrived): the next round finds it.
+    findings, said, url = await audited(tmp_path, nursery,
+                                        unmixed=len(PROBE_PLIES) * MIXED_COPIES)
     assert [(f.model, f.like, f.changed, f.probes) for f in findings] == [("base", "b", 3, 3)]
     assert said[0].startswith(f"warning: serving audit: {url}: base answers as b ")
 
@@ -105,7 +107,7 @@ async def test_a_mixed_round_the_server_did_not_batch_is_sent_again(tmp_path, nu
 async def test_a_server_that_never_batched_them_passes_after_every_round(
         tmp_path, nursery, loopback_clock) -> None:
     findings, said, url = await audited(tmp_path, nursery,
-                                        unmixed=BATCHED_ROUNDS * len(PROBE_PLIES))
+                                        unmixed=BATCHED_ROUNDS * MIXED_COPIES * len(PROBE_PLIES))
     assert findings == []
     assert said == [f"● serving audit: {url}: a, b, base answer alike alone and batched "
                     "together (3 probe positions)"]
