@@ -137,6 +137,15 @@ ONE_WORKER = ("vllm", "cluster", "review", "vlm")
 TESTS = Path(__file__).parent
 
 
+def skip_folder(items: list[pytest.Item], folder: str, reason: str | None) -> None:
+    """A folder conftest's skip of its own tests (``tests/<folder>/``), when ``reason``."""
+    if reason:
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if f"tests/{folder}/" in str(item.fspath):
+                item.add_marker(skip)
+
+
 def _folder(nodeid: str) -> str:
     parts = nodeid.split("/")
     return parts[1] if len(parts) > 2 and parts[0] == "tests" else ""

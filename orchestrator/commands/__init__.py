@@ -7,6 +7,7 @@ import argparse
 import importlib
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 from orchestrator.files import MAX_SGF_BYTES, MiB
 
@@ -70,6 +71,19 @@ def parse_anchor(text: str) -> tuple[str, float]:
     if not sep or not name or not math.isfinite(elo):
         raise argparse.ArgumentTypeError(f"{text!r}: expected PLAYER=ELO, e.g. gnugo-l0=0")
     return name, elo
+
+
+RUN_DIR_HELP = "run folder written by go19 collect (recordings/<run>)"
+
+
+def add_run_dirs(parser: argparse.ArgumentParser, help: str = RUN_DIR_HELP) -> None:
+    """The run folders a reader of recordings takes (report, review, adjudicate, gate)."""
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help=help)
+
+
+def add_labels(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--labels DIR`` (repeatable): KataGo label folders, in place of RUN_DIR/labels."""
+    parser.add_argument("--labels", type=Path, action="append", metavar="DIR", help=help)
 
 
 def add_max_file_mib(parser: argparse.ArgumentParser) -> None:

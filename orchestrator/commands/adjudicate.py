@@ -8,11 +8,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 from orchestrator.adjudicate.scan import Scan, ScanError, scan
-from orchestrator.commands import SUMMARIES, count_int, examples
+from orchestrator.commands import SUMMARIES, add_labels, add_run_dirs, count_int, examples
 from orchestrator.quality.resign import Cell, table
 from orchestrator.recordings import is_run_dir
 from orchestrator.words import plural
@@ -73,11 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "go19 adjudicate recordings/a recordings/b --thresholds 0.02,0.05 --turns 3 --json",
         ),
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                        help="run folder written by go19 collect (recordings/<run>)")
-    parser.add_argument("--labels", type=Path, action="append", metavar="DIR",
-                        help="KataGo label folder (repeatable; default: each run's "
-                        "RUN_DIR/labels)")
+    add_run_dirs(parser)
+    add_labels(parser, "KataGo label folder (repeatable; default: each run's RUN_DIR/labels)")
     parser.add_argument("--thresholds", type=thresholds, default=list(THRESHOLDS),
                         metavar="P,...", help="win rates below which the side to move "
                         "resigns (default: " + ",".join(f"{t:g}" for t in THRESHOLDS) + ")")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.collect.gate import GATE_FILE, GateError, GateSettings, decide, write_gate_json
-from orchestrator.commands import SUMMARIES, count_int, examples
+from orchestrator.commands import SUMMARIES, add_labels, add_run_dirs, count_int, examples
 
 EXIT = {"accept": 0, "reject": 1, "undecided": 5}
 EXIT_INPUT = 2
@@ -54,9 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "go19 gate recordings/r5_vs_r4-20261201-150000 --candidate r5 --elo1 35",
         ),
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                        help="run folder written by go19 collect (several: counted one "
-                        "after another, in the order given)")
+    add_run_dirs(parser, "run folder written by go19 collect (several: counted one after "
+                 "another, in the order given)")
     parser.add_argument("--candidate", metavar="NAME",
                         help="the player to promote (default: the run's [stop] gate "
                         "candidate)")
@@ -71,9 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--min-games", type=count_int, metavar="N",
                         help="no decision before N games are counted (default: the run's "
                         "gate, else 100)")
-    parser.add_argument("--labels", type=Path, action="append", metavar="DIR",
-                        help="KataGo label folder for the move-quality verdict (repeatable; "
-                        "default: each run's RUN_DIR/labels, when there)")
+    add_labels(parser, "KataGo label folder for the move-quality verdict (repeatable; "
+               "default: each run's RUN_DIR/labels, when there)")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help=f"where gate.json goes (default RUN_DIR/{GATE_FILE} for one "
                         "run; required for several)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import SUMMARIES, examples, parse_anchor
+from orchestrator.commands import SUMMARIES, add_labels, add_run_dirs, examples, parse_anchor
 from orchestrator.report.build import ReportError, default_out, write_report
 
 
@@ -22,16 +22,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "go19 report recordings/r5-vs-r4-* --anchor gnugo-l0=0 --out reports/r5-r4",
         ),
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                        help="run folder written by go19 collect (recordings/<run>)")
+    add_run_dirs(parser)
     parser.add_argument("--out", type=Path, help="output folder (default reports/<run> for "
                         "one run, reports/combined-<UTC time> for several)")
     parser.add_argument("--anchor", type=parse_anchor, action="append", default=[],
                         metavar="PLAYER=ELO", help="fix a player's rating (repeatable; "
                         "default: the first player by name at 0)")
-    parser.add_argument("--labels", type=Path, action="append", metavar="DIR",
-                        help="KataGo label folder for the move-quality section (repeatable; "
-                        "default: each run's RUN_DIR/labels, as `go19 review` writes it)")
+    add_labels(parser, "KataGo label folder for the move-quality section (repeatable; "
+               "default: each run's RUN_DIR/labels, as `go19 review` writes it)")
     parser.set_defaults(func=run)
 
 

@@ -8,7 +8,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from orchestrator.commands import SUMMARIES, examples, label, label_ray, parse_anchor
+from orchestrator.commands import (
+    SUMMARIES,
+    add_labels,
+    add_run_dirs,
+    examples,
+    label,
+    label_ray,
+    parse_anchor,
+)
 from orchestrator.label.store import MANIFEST
 from orchestrator.recordings import RunName, is_run_dir
 from orchestrator.report.build import ReportError, default_out, write_report
@@ -34,11 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "go19 review recordings/demo-20261201-150000 --labels labels/demo",
         ),
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
-                        help="run folder written by go19 collect (recordings/<run>)")
-    parser.add_argument("--labels", type=Path, action="append", metavar="DIR",
-                        help="use this label folder as it is and label nothing (repeatable; "
-                        "default: label each run into RUN_DIR/labels)")
+    add_run_dirs(parser)
+    add_labels(parser, "use this label folder as it is and label nothing (repeatable; "
+               "default: label each run into RUN_DIR/labels)")
     parser.add_argument("--out", type=Path, metavar="REPORT_DIR",
                         help="report folder (default reports/<run> for one run, "
                         "reports/combined-<UTC time> for several, as collect writes it)")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REAL_SGF
+from tests.conftest import REAL_SGF, skip_folder
 from tests.vllm.process import (
     INSTALLED,
     VLLM,
@@ -34,11 +34,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                   "model and its adapters are built with it")
     elif not REAL_SGF.is_dir():
         reason = f"real SGF corpus not found at {REAL_SGF}: the adapters train on its export"
-    if reason:
-        skip = pytest.mark.skip(reason=reason)
-        for item in items:
-            if "tests/vllm/" in str(item.fspath):
-                item.add_marker(skip)
+    skip_folder(items, "vllm", reason)
 
 
 @dataclass(frozen=True)

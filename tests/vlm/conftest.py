@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.conftest import REAL_SGF
+from tests.conftest import REAL_SGF, skip_folder
 
 MISSING = [name for name in ("torch", "torchvision", "transformers", "peft", "tokenizers")
            if importlib.util.find_spec(name) is None]
@@ -21,11 +21,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                   "pip install torch==2.14.1 torchvision==0.29.1 && pip install -e '.[vlm]'")
     elif not REAL_SGF.is_dir():
         reason = f"real SGF corpus not found at {REAL_SGF}: the adapters train on its export"
-    if reason:
-        skip = pytest.mark.skip(reason=reason)
-        for item in items:
-            if "tests/vlm/" in str(item.fspath):
-                item.add_marker(skip)
+    skip_folder(items, "vlm", reason)
 
 
 @pytest.fixture(scope="session")
