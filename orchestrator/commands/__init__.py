@@ -86,6 +86,16 @@ def add_labels(parser: argparse.ArgumentParser, help: str) -> None:
     parser.add_argument("--labels", type=Path, action="append", metavar="DIR", help=help)
 
 
+def add_katago_files(parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+                     default: str) -> None:
+    """``--katago``, ``--model`` and ``--config``: the KataGo files of a command that starts
+    one (``default`` says what is used without them)."""
+    for option, what in (("--katago", "binary"), ("--model", "net"),
+                         ("--config", "analysis config")):
+        parser.add_argument(option, type=Path, metavar="FILE",
+                            help=f"KataGo {what} (default: {default})")
+
+
 def add_max_file_mib(parser: argparse.ArgumentParser) -> None:
     """``--max-file-mib``, for commands that read SGF files (see :func:`max_file_bytes`)."""
     parser.add_argument(

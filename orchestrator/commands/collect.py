@@ -20,7 +20,7 @@ from orchestrator.collect.run import (
     collect,
 )
 from orchestrator.collect.standings import games_named, stop_reason
-from orchestrator.commands import SUMMARIES, add_katago_timeout, positive_int
+from orchestrator.commands import SUMMARIES, add_katago_files, add_katago_timeout, positive_int
 from orchestrator.players.address import is_loopback
 from orchestrator.report.quality import LABELS_DIR
 from orchestrator.words import plural
@@ -121,11 +121,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     review.add_argument("--visits", type=positive_int, default=1, metavar="N",
                         help="KataGo visits per position, as go19 label (default 1: the "
                         "raw net)")
-    for option, what in (("--katago", "binary"), ("--model", "net"),
-                         ("--config", "analysis config")):
-        review.add_argument(option, type=Path, metavar="FILE",
-                            help=f"KataGo {what} of --review and [adjudicate] (default: the one "
-                            "`make katago` prepared)")
+    add_katago_files(review, "the one `make katago` prepared; used by --review and "
+                     "[adjudicate]")
     add_katago_timeout(review)
     parser.add_argument(
         "--web-allow-host", action="append", default=[], metavar="NAME",

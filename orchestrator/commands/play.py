@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from orchestrator.collect.matchup import Adjudicate
-from orchestrator.commands import SUMMARIES, positive_int, positive_seconds
+from orchestrator.commands import SUMMARIES, add_katago_files, positive_int, positive_seconds
 from orchestrator.players.address import AddressError, check_host, is_loopback
 
 if TYPE_CHECKING:
@@ -51,11 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "dead stones", "KataGo proposes the dead stones at the end of a game with a human "
         "(started at the first one, its log in RECORDINGS/logs/play-katago.log); without "
         "one, the estimate does")
-    for option, what in (("--katago", "binary"), ("--model", "net"),
-                         ("--config", "analysis config")):
-        dead.add_argument(option, type=Path, metavar="FILE",
-                          help=f"KataGo {what} (default: the one `make katago` prepared, "
-                          "if any)")
+    add_katago_files(dead, "the one `make katago` prepared, if any")
     dead.add_argument("--dead-visits", type=positive_int, default=DEAD_VISITS, metavar="N",
                       help=f"KataGo's visits on the final position (default {DEAD_VISITS}, "
                       "as collect's [adjudicate])")
