@@ -36,13 +36,15 @@ def play(loop, driver, tmp_path):
 
 
 def marked_dead(driver) -> set[int]:
-    """The points the board crosses out, which must be its faded stones too."""
-    crosses = {int(e.get_attribute("data-point"))
-               for e in driver.find_elements(By.CSS_SELECTOR, "#board .dead-mark")}
-    faded = {int(e.get_attribute("data-point"))
-             for e in driver.find_elements(By.CSS_SELECTOR, "#board .stone.dead")}
-    assert crosses == faded
-    return crosses
+    """The points the board crosses out, which must be its faded stones too. Both are read
+    in one script: two queries could straddle a render (crosses before it, faded stones
+    after) and see a board the page never showed."""
+    crosses, faded = driver.execute_script(
+        "const points = sel => [...document.querySelectorAll(sel)]"
+        ".map(e => Number(e.getAttribute('data-point')));"
+        "return [points('#board .dead-mark'), points('#board .stone.dead')];")
+    assert set(crosses) == set(faded)
+    return set(crosses)
 
 
 def test_the_dead_stone_is_marked_toggled_and_the_count_confirmed(play, driver):
