@@ -42,18 +42,18 @@ class Preparing(Protocol):
     def make(self, items: Sequence[Item]) -> list[Inputs | RequestError]: ...
 
 
-class BatchRunner:
-    def __init__(self, loaded: Loaded, mixing: bool = True, seed: int | None = None,
+class RequestPreparer:
+    """A request's inputs from its chat and picture: the chat template applied (kept per
+    messages), then the processor's tensors (:class:`.Preparer` or :class:`.PreparePool`).
+    Needs the processor only, not the model: the model's process runs it, or, with the model
+    in a process of its own (:mod:`.model_process`), the process of the ports."""
+
+    def __init__(self, processor: Any, names: Sequence[str],
                  preparing: Preparing | None = None) -> None:
-        self.loaded = loaded
-        self.mixing = mixing
-        self._seeds = random.Random(seed)  # seeds of sampled requests that bring none
-        self._active: str | None = None
-        self._choice_ids: dict[str, list[int]] = {}
+        self.processor = processor
+        self.names = frozenset(names)
         self._chats: dict[str, str] = {}  # the chat template's text per messages (JSON)
-        self._tokenizer = loaded.processor.tokenizer
-        self.preparing: Preparing = preparing if preparing is not None else Preparer(
-            loaded.processor)
+        self.preparing: Preparing = preparing if preparing is not None else Preparer(processor)
 
     def prepare(self, job: Job) -> None:
         """The request's own inputs (picture decoded, chat template, processor: its tokens
@@ -65,7 +65,7 @@ class BatchRunner:
     def prepare_many(self, jobs: list[Job]) -> list[RequestError | None]:
         """:meth:`prepare` for requests that arrived together (their pictures through the
         image processor in one call, see :mod:`.preparing`); each request's RequestError,
-        or None. Thread-safe: run beside ``run``."""
+        or None. Thread-safe: run beside ``generate``."""
         started = time.perf_counter()
         errors: list[RequestError | None] = [None] * len(jobs)
         made: list[int] = []
@@ -86,6 +86,40 @@ class BatchRunner:
         for job in jobs:
             job.prepare_s = spent
         return errors
+
+    def _chat_text(self, job: Job) -> str:
+        """The chat template applied to the request's messages, kept per messages: a
+        template's prompts are few, and jinja costs more than the look-up's JSON."""
+        if job.adapter not in self.names:
+            raise RequestError(f"no adapter named {job.adapter!r}")
+        key = json.dumps(job.messages, ensure_ascii=False, sort_keys=True)
+        text = self._chats.get(key)
+        if text is not None:
+            return text
+        try:
+            text = self.processor.apply_chat_template(
+                job.messages, add_generation_prompt=True, tokenize=False)
+        except Exception as exc:  # jinja errors, content the template does not know
+            raise RequestError(f"the chat template cannot render these messages: {exc}"
+                               ) from None
+        if len(self._chats) >= _CHAT_CACHE:
+            self._chats.clear()
+        self._chats[key] = text
+        return text
+
+
+class BatchRunner:
+    def __init__(self, loaded: Loaded, mixing: bool = True, seed: int | None = None,
+                 preparing: Preparing | None = None) -> None:
+        self.loaded = loaded
+        self.mixing = mixing
+        self._seeds = random.Random(seed)  # seeds of sampled requests that bring none
+        self._active: str | None = None
+        self._choice_ids: dict[str, list[int]] = {}
+        self._tokenizer = loaded.processor.tokenizer
+        self.preparer = RequestPreparer(loaded.processor, loaded.names, preparing)
+        self.prepare = self.preparer.prepare
+        self.prepare_many = self.preparer.prepare_many
 
     def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
         """Every job's completion, or the RequestError that is its answer instead (jobs not
@@ -123,26 +157,6 @@ class BatchRunner:
         names = dict(rows)
         shared.sort(key=lambda i: names[i])
         return [group for group in (shared, *alone.values()) if group]
-
-    def _chat_text(self, job: Job) -> str:
-        """The chat template applied to the request's messages, kept per messages: a
-        template's prompts are few, and jinja costs more than the look-up's JSON."""
-        if job.adapter not in self.loaded.names:
-            raise RequestError(f"no adapter named {job.adapter!r}")
-        key = json.dumps(job.messages, ensure_ascii=False, sort_keys=True)
-        text = self._chats.get(key)
-        if text is not None:
-            return text
-        try:
-            text = self.loaded.processor.apply_chat_template(
-                job.messages, add_generation_prompt=True, tokenize=False)
-        except Exception as exc:  # jinja errors, content the template does not know
-            raise RequestError(f"the chat template cannot render these messages: {exc}"
-                               ) from None
-        if len(self._chats) >= _CHAT_CACHE:
-            self._chats.clear()
-        self._chats[key] = text
-        return text
 
     def _generate(self, jobs: list[Job], times: BatchTimes) -> list[Completion | RequestError]:
         started = time.perf_counter()
