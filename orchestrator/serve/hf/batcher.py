@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import trio
 
 from orchestrator.players.openai_wire import Completion
-from orchestrator.serve.hf.jobs import BatchTimes, Job, RequestError
+from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError
 from orchestrator.serve.hf.stats import ServeStats
 
 # Requests prepared per call. A whole batch in one call (64 at once) made the model wait
@@ -152,7 +152,7 @@ class Batcher:
             try:
                 results, times = await trio.to_thread.run_sync(self._run_batch, jobs)
             except Exception as exc:  # the model failed on this batch: each request's answer
-                results = [RequestError(f"the model failed: {exc!r}")] * len(jobs)
+                results = [ModelFault(f"the model failed: {exc!r}")] * len(jobs)
                 times = BatchTimes()
             finished = trio.current_time()
             for pending, result in zip(batch, results, strict=True):

@@ -56,3 +56,8 @@ class BatchTimes:
 class RequestError(ValueError):
     """A request the model cannot run (a picture that does not decode, too many tokens):
     its own error, the rest of its batch runs."""
+
+
+class ModelFault(RequestError):
+    """The model failed on the request's batch (its process died, ``generate`` raised), not
+    the request itself: the OpenAI port answers 500, as vLLM does for its engine's faults."""

@@ -41,7 +41,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from orchestrator.players.openai_wire import Completion
 from orchestrator.serve.go19 import unless_gone
 from orchestrator.serve.hf.batcher import Batcher
-from orchestrator.serve.hf.jobs import Job, RequestError, Sampling
+from orchestrator.serve.hf.jobs import Job, ModelFault, RequestError, Sampling
 from orchestrator.serve.hf.protocol import (
     ChatCompletionRequest,
     ChatMessage,
@@ -208,7 +208,7 @@ def openai_app(batcher: Batcher, models: list[ServedModel], defaults: Defaults,
         except ApiError as exc:
             return _error(exc.status, str(exc), exc.param)
         except RequestError as exc:
-            return _error(400, str(exc))
+            return _error(500 if isinstance(exc, ModelFault) else 400, str(exc))
         if completion is None:
             return Response(status_code=499)  # nobody is there to read it
         prompt, generated = completion.prompt_tokens or 0, completion.completion_tokens or 0
