@@ -62,10 +62,13 @@ from tests.vlm.tiny import ANSWERS, GAME, tiny_model  # noqa: E402
 CONCURRENCY = (1, 16, 64)
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 # BENCH_SERVERS=go19 measures go19 alone (no vLLM started: no ratios), to iterate quickly;
-# go19-threads is go19 with its pictures prepared in threads of the model's process
-# (--prepare-workers 0, as before the prepare workers), to compare in one run.
+# go19-one-process is go19 with the model in the process of the ports (--no-model-process,
+# as before the model process: with its default prepare worker), go19-worker go19 with a
+# prepare worker process beside the model's (--prepare-workers 1; the default on 2 cores
+# is none), to compare in one run.
 SERVERS = os.environ.get("BENCH_SERVERS", "vLLM,go19").split(",")
-GO19_VARIANTS = {"go19": [], "go19-threads": ["--prepare-workers", "0"]}
+GO19_VARIANTS = {"go19": [], "go19-one-process": ["--no-model-process"],
+                 "go19-worker": ["--prepare-workers", "1"]}
 POSITIONS = 48
 ADAPTERS = ("a", "b")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -342,10 +345,11 @@ def summary(results: list[Measure]) -> None:
                        if r.outside_generate is not None]
             line.append(f"{name} model idle {span(idle, ' %')}, request outside generate "
                         f"{span(outside, ' %')}")
-        if rates("go19", concurrency) and rates("go19-threads", concurrency):
-            ratios = [g / t for g, t in zip(rates("go19", concurrency),
-                                            rates("go19-threads", concurrency), strict=True)]
-            line.append(f"go19/go19-threads {span(ratios, 'x')} per round")
+        for variant in GO19_VARIANTS:
+            if variant != "go19" and rates("go19", concurrency) and rates(variant, concurrency):
+                ratios = [g / t for g, t in zip(rates("go19", concurrency),
+                                                rates(variant, concurrency), strict=True)]
+                line.append(f"go19/{variant} {span(ratios, 'x')} per round")
         print(line[0], "; ".join(line[1:]))
     for name in SERVERS:
         gain = statistics.fmean(rates(name, 16)) / statistics.fmean(rates(name, 1))

@@ -22,6 +22,7 @@ from orchestrator.prompt import GO19_FIELDS, PromptError, fields, read_template
 
 if TYPE_CHECKING:
     from orchestrator.serve.hf.loading import AdapterInfo
+    from orchestrator.serve.hf.model_process import ModelProcess
     from orchestrator.serve.hf.preparing import PreparePool
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -90,8 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
          help="torch's CPU threads for the model (default: torch's own choice, the cores)")
     _add(group, "--prepare-workers", type=int, metavar="N",
          help="processes that decode the pictures and run the processor beside the model "
-         "(0: threads of the model's process, which share its GIL) (default: half the "
-         "cores, 1 to 4)")
+         "(0: threads of the ports' process, which share its GIL) (default: half the "
+         "cores up to 4, one less with --model-process: none on 2 cores)")
+    _add(group, "--model-process", action=argparse.BooleanOptionalAction, default=True,
+         help="the model in a process of its own, apart from the ports and the batch queue "
+         "(as vLLM's engine core), so that generate has a GIL of its own; "
+         "--no-model-process: all in one process (docs/vlm.md has the figures)")
     _add(group, "--log-requests", type=Path, metavar="FILE",
          help="append one JSON line per request to FILE: the prompt (the exact text given "
          "to the processor), image_sha256 (of the picture's bytes as received), the adapter, "
@@ -249,8 +254,9 @@ def _serve(args: argparse.Namespace, template: str, api_key: str | None,
         import torch
 
         torch.set_num_threads(args.threads)
-    from orchestrator.serve.hf.batcher import default_prepare_threads
+    from orchestrator.serve.hf.batcher import default_prepare_workers
     from orchestrator.serve.hf.loading import LoadError, check_before_loading
+    from orchestrator.serve.hf.model_process import ModelProcess, ModelSettings
     from orchestrator.serve.hf.preparing import PreparePool
 
     try:
@@ -258,21 +264,29 @@ def _serve(args: argparse.Namespace, template: str, api_key: str | None,
     except LoadError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
-    workers = default_prepare_threads() if args.prepare_workers is None else args.prepare_workers
-    # Started first: the workers load the processor while this process loads the model.
+    workers = default_prepare_workers(args.model_process) if args.prepare_workers is None \
+        else args.prepare_workers
+    # Started first: they load the processor (and the model) while this process goes on.
+    model = ModelProcess(ModelSettings(
+        args.model, args.adapters, args.device, args.dtype, args.threads,
+        args.batch_adapters == "mixed", args.seed)) if args.model_process else None
     pool = PreparePool(args.model, workers) if workers else None
     try:
-        return _serve_with(args, template, api_key, request_log, pool)
+        return _serve_with(args, template, api_key, request_log, pool, model)
     finally:
         if pool is not None:
             pool.close()
+        if model is not None:
+            model.close()
 
 
 def _serve_with(args: argparse.Namespace, template: str, api_key: str | None,
-                request_log: Callable[[str], object] | None, pool: PreparePool | None) -> int:
+                request_log: Callable[[str], object] | None, pool: PreparePool | None,
+                model: ModelProcess | None) -> int:
     from orchestrator.serve.hf.batcher import default_prepare_threads
-    from orchestrator.serve.hf.generation import BatchRunner
-    from orchestrator.serve.hf.loading import LoadError, load
+    from orchestrator.serve.hf.generation import BatchRunner, RequestPreparer
+    from orchestrator.serve.hf.loading import LoadError, load, load_processor
+    from orchestrator.serve.hf.model_process import describe
     from orchestrator.serve.hf.openai_app import ServedModel
     from orchestrator.serve.hf.server import (
         Listen,
@@ -282,8 +296,16 @@ def _serve_with(args: argparse.Namespace, template: str, api_key: str | None,
         startup_lines,
     )
 
+    mixing = args.batch_adapters == "mixed"
     try:
-        loaded = load(args.model, args.adapters, args.device, args.dtype)
+        if model is None:
+            loaded = load(args.model, args.adapters, args.device, args.dtype)
+            runner = BatchRunner(loaded, mixing=mixing, seed=args.seed, preparing=pool)
+            run_batch, prepare, description = runner.run, runner.prepare_many, describe(loaded)
+        else:
+            preparer = RequestPreparer(load_processor(args.model), [BASE, *args.adapters], pool)
+            description = model.wait_ready()
+            run_batch, prepare = model.run, preparer.prepare_many
     except LoadError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
@@ -294,7 +316,6 @@ def _serve_with(args: argparse.Namespace, template: str, api_key: str | None,
             print(f"serve: a prepare worker cannot load the processor of {args.model}: "
                   f"{_one_line(exc)}", file=sys.stderr)
             return 2
-    mixing = args.batch_adapters == "mixed"
     options = ServeOptions(
         listens=[Listen(*listen) for listen in args.listens], template=template,
         openai=args.openai_bind, api_key=api_key, max_batch=args.max_batch,
@@ -308,15 +329,14 @@ def _serve_with(args: argparse.Namespace, template: str, api_key: str | None,
         connection_log=(lambda _: None) if args.quiet else _stderr,
         prepare_threads=pool.workers if pool is not None else default_prepare_threads(),
     )
-    runner = BatchRunner(loaded, mixing=mixing, seed=args.seed, preparing=pool)
     models = [ServedModel(BASE, str(args.model), None)] + [
-        ServedModel(name, str(info.path), BASE) for name, info in loaded.adapters.items()]
-    inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
-    parameters = sum(p.numel() for p in inner.parameters())
-    model_line = f"{args.model} ({type(inner).__name__}, {parameters / 1e6:.2f} M parameters)"
-    described = [(name, _describe(info, mixing)) for name, info in loaded.adapters.items()]
+        ServedModel(name, str(info.path), BASE) for name, info in description.adapters.items()]
+    model_line = (f"{args.model} ({description.model_type}, "
+                  f"{description.parameters / 1e6:.2f} M parameters)")
+    described = [(name, _describe(info, mixing)) for name, info in description.adapters.items()]
     if any(adapter == BASE for adapter, _, _ in args.listens):
         described.insert(0, (BASE, "the model without adapter"))
+    where = f", in process {model.pid} of its own" if model is not None else ""
     failed: list[str] = []
 
     async def main() -> None:
@@ -325,13 +345,13 @@ def _serve_with(args: argparse.Namespace, template: str, api_key: str | None,
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 try:
-                    bound = await nursery.start(serve_vlm, options, runner.run, models, _stderr,
-                                                runner.prepare_many)
+                    bound = await nursery.start(serve_vlm, options, run_batch, models, _stderr,
+                                                prepare)
                 except ListenError as exc:
                     failed.append(str(exc))
                     return
-                device = f"{loaded.device} ({str(loaded.dtype).removeprefix('torch.')})"
-                for line in startup_lines(device, model_line, described, bound):
+                device = f"{description.device} ({description.dtype})"
+                for line in startup_lines(device, model_line + where, described, bound):
                     print(line, flush=True)
                 async for _ in signals:
                     nursery.cancel_scope.cancel()

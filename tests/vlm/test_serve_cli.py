@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -89,6 +90,7 @@ def test_start_up_says_device_adapters_and_ports(served: Served) -> None:
     device, a, b, serving = served.lines
     assert device.startswith("device cpu (float32); model ")
     assert "Qwen2_5_VLForConditionalGeneration" in device
+    assert re.search(r", in process \d+ of its own$", device)  # --model-process, the default
     for line, name in ((a, "a"), (b, "b")):
         assert line.startswith(f"adapter {name}: rank 8, targets {LANGUAGE_PROJECTIONS}, "
                                "mixed batches; GO19 127.0.0.1:")
@@ -124,23 +126,27 @@ async def test_a_collect_between_two_adapters_of_one_process(served: Served, tmp
     assert any(request["batch"] > 1 for request in log), "no batch of several requests ran"
 
 
-async def test_the_openai_port_answers_as_the_adapter_named(served: Served) -> None:
+def ask_openai(served: Served, adapter: str) -> tuple[int, dict]:
     png = render_png(np.zeros((19, 19), np.uint8), None, 512)
-    body = json.dumps({"model": "a", "max_tokens": 8, "temperature": 0, "messages": [
+    body = json.dumps({"model": adapter, "max_tokens": 8, "temperature": 0, "messages": [
         {"role": "user", "content": [
             {"type": "image_url",
              "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}},
             {"type": "text", "text": "Your move?"}]}]})
-
-    def post() -> dict:
-        parts = urlsplit(served.openai)
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    parts = urlsplit(served.openai)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+    try:
         connection.request("POST", parts.path + "/chat/completions", body,
                            {"Content-Type": "application/json"})
-        return json.loads(connection.getresponse().read())
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
 
-    reply = await trio.to_thread.run_sync(post)
-    assert reply["choices"][0]["message"]["content"] == "Q16"
+
+async def test_the_openai_port_answers_as_the_adapter_named(served: Served) -> None:
+    status, reply = await trio.to_thread.run_sync(ask_openai, served, "a")
+    assert status == 200 and reply["choices"][0]["message"]["content"] == "Q16"
 
 
 def test_go19_ping_works_on_every_port(served: Served) -> None:
@@ -148,6 +154,23 @@ def test_go19_ping_works_on_every_port(served: Served) -> None:
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("● OK") == 2
+
+
+def test_a_model_process_that_dies_fails_its_batch_and_is_started_again(
+        served: Served) -> None:
+    """The model runs in a process of its own, named at start; killed, the batch it held
+    is answered with a 500 that says so, a new one is loaded, and the next request gets its
+    adapter's answer again. (Last of the tests on ``served``: it replaces its model.)"""
+    match = re.search(r", in process (\d+) of its own$", served.lines[0])
+    assert match, served.lines[0]
+    os.kill(int(match.group(1)), signal.SIGKILL)
+    status, reply = ask_openai(served, "b")
+    assert (status, reply["error"]["code"]) == (500, 500)
+    assert reply["error"]["message"] == ("the model's process stopped (exit code -9); "
+                                         "it was started again")
+    status, reply = ask_openai(served, "b")
+    assert status == 200 and reply["choices"][0]["message"]["content"] == ANSWERS["b"]
+    assert served.process.poll() is None
 
 
 def run_serve(*args: str, python: list[str] | None = None,

@@ -46,6 +46,16 @@ def default_prepare_threads() -> int:
     return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
+def default_prepare_workers(model_process: bool) -> int:
+    """Prepare worker processes: half the cores, up to 4, one less when the model has a
+    process of its own (the ports' process then prepares in its threads, with a GIL that
+    the model no longer needs). On 2 cores that is two busy processes, one per core: with
+    a worker beside them, three shared two cores and the model waited for its inputs
+    (bench/serve_vs_vllm.py at 64 in flight: 241 requests/s with the worker, 256 without;
+    at 16, 203 and 224)."""
+    return max(0, default_prepare_threads() - model_process)
+
+
 @dataclass(eq=False)
 class _Pending:
     job: Job

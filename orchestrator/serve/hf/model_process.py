@@ -1,0 +1,175 @@
+"""The model in a process of its own (``--model-process``), as vLLM's engine core is apart
+from its API server: the ports, the batch queue and the request log stay in the process
+that serves them, and each batch of prepared requests goes over a pipe to the model's
+process, which runs :class:`~.generation.BatchRunner` on it and sends the answers back.
+
+Why: on a CPU, a small model's ``generate`` is mostly Python, and in one process the HTTP
+port, the queue and ``generate`` take turns on one GIL (one core, however many requests
+wait). Apart, ``generate`` has a GIL of its own; the requests' tensors cross the pipe
+once (numpy arrays, the bytes copied once each way), and the answers come back as plain
+values.
+
+The model's process is started by ``spawn`` (no copy of the ports' process and its
+threads), loads the model and the adapters once, and says what it loaded (its
+:class:`Description`) or the :class:`~.loading.LoadError` that stops the server. A model
+process that dies (killed, out of memory) answers its batch with an error and is started
+again for the next.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from orchestrator.players.openai_wire import Completion
+from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError
+from orchestrator.serve.hf.loading import AdapterInfo, LoadError
+
+
+@dataclass(frozen=True)
+class Description:
+    """What the model's process loaded, for the server's start lines."""
+
+    device: str
+    dtype: str
+    model_type: str
+    parameters: int
+    adapters: dict[str, AdapterInfo]
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    model_dir: Path
+    adapters: dict[str, Path]
+    device: str
+    dtype: str
+    threads: int | None
+    mixing: bool
+    seed: int | None
+
+
+def describe(loaded: Any) -> Description:
+    inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
+    return Description(str(loaded.device), str(loaded.dtype).removeprefix("torch."),
+                       type(inner).__name__, sum(p.numel() for p in inner.parameters()),
+                       dict(loaded.adapters))
+
+
+def _serve_model(conn: Connection, settings: ModelSettings) -> None:
+    """The model's process: load, say so, then run every batch received until the pipe
+    closes. Ctrl-C is the server's (it reaches the whole process group): the server closes
+    the pipe."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import torch
+
+    from orchestrator.serve.hf.generation import BatchRunner
+    from orchestrator.serve.hf.loading import load
+
+    if settings.threads is not None:
+        torch.set_num_threads(settings.threads)
+    try:
+        loaded = load(settings.model_dir, settings.adapters, settings.device, settings.dtype)
+    except LoadError as exc:
+        conn.send(exc)
+        return
+    runner = BatchRunner(loaded, mixing=settings.mixing, seed=settings.seed)
+    conn.send(describe(loaded))
+    while True:
+        try:
+            jobs: list[Job] = conn.recv()
+        except (EOFError, OSError):
+            return
+        for job in jobs:
+            if job.inputs is not None:
+                job.inputs = {name: torch.from_numpy(array) for name, array in job.inputs.items()}
+        try:
+            results, times = runner.run(jobs)
+            reply: Any = ([result if isinstance(result, Completion) else str(result)
+                           for result in results], times)
+        except Exception as exc:  # the model failed on this batch: each request's answer
+            reply = f"the model failed: {exc!r}"
+        conn.send(reply)
+
+
+class ModelProcess:
+    """``run`` (a batch's answers) and ``describe`` of a model in a process of its own."""
+
+    def __init__(self, settings: ModelSettings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()  # one batch at a time on the pipe
+        self._process, self._conn = self._start()
+        self.description: Description | None = None
+
+    def _start(self) -> tuple[Any, Connection]:
+        context = multiprocessing.get_context("spawn")
+        mine, theirs = context.Pipe()
+        process = context.Process(target=_serve_model, args=(theirs, self.settings),
+                                  name="go19-model", daemon=True)
+        process.start()
+        theirs.close()
+        return process, mine
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def wait_ready(self) -> Description:
+        """What the model's process loaded, once it has; its LoadError raised here."""
+        self.description = self._ready(self._conn)
+        return self.description
+
+    def _ready(self, conn: Connection) -> Description:
+        try:
+            said = conn.recv()
+        except (EOFError, OSError):
+            raise LoadError(f"--model {self.settings.model_dir}: the model's process "
+                            f"stopped while loading it (exit code "
+                            f"{self._process.join(5) or self._process.exitcode})") from None
+        if isinstance(said, LoadError):
+            raise said
+        return said
+
+    def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
+        # A prepared request crosses as its tensors alone; one that is not (no prepare step
+        # before the queue) as its chat and picture, which the model's process prepares.
+        sent = [Job(job.adapter, [], None, job.sampling, prompt=job.prompt,
+                    inputs={name: value.numpy() for name, value in job.inputs.items()})
+                if job.inputs is not None else
+                Job(job.adapter, job.messages, job.image, job.sampling) for job in jobs]
+        with self._lock:
+            try:
+                self._conn.send(sent)
+                reply = self._conn.recv()
+            except (EOFError, OSError):
+                return self._restarted(len(jobs)), BatchTimes()
+        if isinstance(reply, str):
+            return [ModelFault(reply)] * len(jobs), BatchTimes()
+        results, times = reply
+        return [RequestError(r) if isinstance(r, str) else r for r in results], times
+
+    def _restarted(self, count: int) -> list[Completion | RequestError]:
+        """The answers of a batch whose model process died, once a new one is loaded."""
+        self._process.join(5)
+        code = self._process.exitcode
+        self._conn.close()
+        self._process, self._conn = self._start()
+        try:
+            self._ready(self._conn)
+        except LoadError as exc:
+            problem = f"; starting it again failed: {exc}"
+        else:
+            problem = "; it was started again"
+        return [ModelFault(f"the model's process stopped (exit code {code}){problem}")
+                ] * count
+
+    def close(self) -> None:
+        self._conn.close()  # the model's process ends at the pipe's end
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
