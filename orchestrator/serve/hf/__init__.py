@@ -1,6 +1,7 @@
 """`go19 serve --engine hf`: a transformers VLM and its LoRA adapters (peft), answering
 GO19 ports (one adapter each) and an OpenAI-compatible port from one batch queue; the
-model in a process of its own by default. The optional `vlm` extra; nothing here is imported by go19's other commands.
+model in a process of its own by default. The optional `vlm` extra; nothing here is
+imported by go19's other commands.
 
 Modules, one job each: :mod:`.jobs` (what a request asks, plain values),
 :mod:`.loading` (the model and adapters, and the checks before any port opens),
