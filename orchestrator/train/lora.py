@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ def load_export(folder: Path) -> Any:
     """The export's samples as a ``datasets.Dataset``; ValueError when it holds none."""
     import datasets
 
+    datasets.disable_progress_bars()  # the step lines say how it goes: no bars between them
     files = sorted(str(p) for p in (folder / "data").glob("*.parquet"))
     if not files:
         raise ValueError(f"{folder}: no data/*.parquet (not a `go19 dataset export` folder)")
@@ -59,12 +61,10 @@ def train(run: LoraRun, say: Callable[[str], None] = print) -> LoraResult:
     every ``run.every`` steps (step, loss, seconds)."""
     import torch
     import transformers
-    from peft import LoraConfig
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-    from trl import SFTConfig, SFTTrainer
 
     torch.set_num_threads(run.threads)
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
     start = time.monotonic()
     samples = load_export(run.export)
 
@@ -74,6 +74,18 @@ def train(run: LoraRun, say: Callable[[str], None] = print) -> LoraResult:
             if logs and "loss" in logs:
                 say(f"  step {state.global_step}/{state.max_steps}: loss {logs['loss']:.3f} "
                     f"({time.monotonic() - start:.0f} s)")
+
+    with warnings.catch_warnings():
+        # TRL's use of arguments transformers deprecates: a note for TRL, not for the user.
+        warnings.simplefilter("ignore", FutureWarning)
+        return _train(run, samples, Progress(), start)
+
+
+def _train(run: LoraRun, samples: Any, progress: Any, start: float) -> LoraResult:
+    import transformers
+    from peft import LoraConfig
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from trl import SFTConfig, SFTTrainer
 
     trainer = SFTTrainer(
         model=AutoModelForImageTextToText.from_pretrained(run.model, local_files_only=True),
@@ -85,8 +97,9 @@ def train(run: LoraRun, say: Callable[[str], None] = print) -> LoraResult:
                        per_device_train_batch_size=run.batch, learning_rate=run.learning_rate,
                        seed=run.seed, use_cpu=True, report_to=[], save_strategy="no",
                        logging_steps=run.every, disable_tqdm=True),
-        callbacks=[Progress()],
+        callbacks=[progress],
     )
+    trainer.remove_callback(transformers.PrinterCallback)  # its dicts repeat the step lines
     result = trainer.train()
     trainer.save_model(str(run.out))  # the adapter alone (a peft model saves its own)
     loss = float(result.training_loss)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -44,14 +45,22 @@ def test_the_winner_slice_is_a_part_of_all_moves(slices) -> None:
     assert "messages" in winner.column_names  # what SFTTrainer reads
 
 
-def test_two_steps_save_an_adapter_serve_loads(slices, tiny, tmp_path) -> None:
+def test_two_steps_save_an_adapter_serve_loads(slices, tiny, tmp_path, capfd) -> None:
+    """...and say only their step lines: no progress bars of datasets or transformers, no
+    trainer log dicts repeating them, no library deprecation warnings (`make demo-vlm`
+    showed all four between its lines)."""
     said: list[str] = []
     from orchestrator.train.lora import LoraRun, train
 
-    result = train(LoraRun(tiny.model, slices / "winner", tmp_path / "a", steps=2, batch=2,
-                           threads=1, every=1), said.append)
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        result = train(LoraRun(tiny.model, slices / "winner", tmp_path / "a", steps=2,
+                               batch=2, threads=1, every=1), said.append)
     assert result.steps == 2 and result.samples > 0
     assert [line.split(":")[0] for line in said] == ["  step 1/2", "  step 2/2"]
+    assert capfd.readouterr() == ("", "")
+    assert not [w for w in shown if issubclass(w.category, FutureWarning)]
     config = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
     assert config["peft_type"] == "LORA"
     assert (tmp_path / "a" / "adapter_model.safetensors").stat().st_size > 0
