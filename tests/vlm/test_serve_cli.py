@@ -243,10 +243,13 @@ def test_a_fact_a_go19_request_does_not_carry_is_refused_at_start(tiny: Tiny, tm
             taken.stderr
 
 
-def test_an_adapter_of_another_model_is_refused_before_any_port_opens(tiny: Tiny) -> None:
+@pytest.mark.parametrize("where", ["--model-process", "--no-model-process"])
+def test_an_adapter_of_another_model_is_refused_before_any_port_opens(tiny: Tiny,
+                                                                     where: str) -> None:
+    """The same line whether the model loads in a process of its own or in this one."""
     result = run_serve("--model", str(tiny.model), "--adapter", f"a={tiny.adapter('a')}",
                        "--adapter", f"w={tiny.adapter('wide')}", "--listen", "a=:0",
-                       "--device", "cpu")
+                       "--device", "cpu", where)
     assert result.returncode == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"serve: --adapter w={tiny.adapter('wide')}: does not fit ")
