@@ -9,12 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from orchestrator.dataset import build
 from orchestrator.dataset.build import BuildOptions
 from tests.conftest import REAL_SGF, REPO, requires_real_sgf
+
+from .harness import wait_for
 
 pytestmark = requires_real_sgf
 
@@ -37,14 +38,6 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
-
-
-def wait_for(condition, what: str, limit: float = 60.0) -> None:
-    """Poll for a state of the processes under test; the limit only bounds the test."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 
 def go19(*args: object) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,7 @@ from orchestrator.collect.standings import words
 from orchestrator.events import JournalRepaired, RunContinued, RunResumed
 from tests.conftest import REPO
 
-from .harness import check_recordings, journal, run_collect, two_go19_players
+from .harness import check_recordings, journal, run_collect, two_go19_players, wait_for
 
 MATCHUP = two_go19_players(
     'embedded = {{ engine = "random", seed = 1, delay_ms = {delay} }}',
@@ -248,12 +248,13 @@ def test_read_only_disk_mid_run_stops_cleanly_and_resume_finishes(tmp_path: Path
         cmd = collect_cmd(matchup, rec, games=30)
         proc = subprocess.Popen(cmd, cwd=REPO, env=ENV, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+
+        def three_recorded() -> bool:
             runs = list(rec.glob("rec-*"))
-            if runs and (runs[0] / "games.jsonl").exists() and len(journal(runs[0])) >= 3:
-                break
-            time.sleep(0.02)
+            return bool(runs) and (runs[0] / "games.jsonl").exists() \
+                and len(journal(runs[0])) >= 3
+
+        wait_for(three_recorded, "3 games in the journal")
         # Held still while the disk turns read-only, so the run cannot end first.
         os.kill(proc.pid, signal.SIGSTOP)
         remount(disk, "ro")
@@ -320,11 +321,14 @@ def test_sigkill_at_random_moments_loses_and_duplicates_nothing(tmp_path: Path) 
                                     stderr=subprocess.STDOUT, text=True)
         # Kill only once this run is at work: its folder exists, its repairs are done.
         ready = "resuming " if cycle else None
-        started = time.monotonic()
-        while time.monotonic() - started < 60 and proc.poll() is None:
-            if (ready in out_path.read_text()) if ready else list(rec.glob("rec-*/run.json")):
-                break
-            time.sleep(0.01)
+
+        def at_work(proc: subprocess.Popen = proc, out_path: Path = out_path,
+                    ready: str | None = ready) -> bool:
+            if proc.poll() is not None:
+                return True  # it ended first: what it recorded is checked below
+            return ready in out_path.read_text() if ready else any(rec.glob("rec-*/run.json"))
+
+        wait_for(at_work, f"run {cycle} at work")
         run_dir = run_dir_of(rec)
         if cycle % 3 == 2:
             hit = kill_mid_write(proc, run_dir, limit=30)
