@@ -285,8 +285,7 @@ def _serve_with(args: argparse.Namespace, template: str, api_key: str | None,
                 model: ModelProcess | None) -> int:
     from orchestrator.serve.hf.batcher import default_prepare_threads
     from orchestrator.serve.hf.generation import BatchRunner, RequestPreparer
-    from orchestrator.serve.hf.loading import LoadError, load, load_processor
-    from orchestrator.serve.hf.model_process import describe
+    from orchestrator.serve.hf.loading import LoadError, describe, load, load_processor
     from orchestrator.serve.hf.openai_app import ServedModel
     from orchestrator.serve.hf.server import (
         Listen,

@@ -66,6 +66,24 @@ class Loaded:
         return [BASE, *self.adapters]
 
 
+@dataclass(frozen=True)
+class Description:
+    """What was loaded (here or in the model's own process), for the server's start lines."""
+
+    device: str
+    dtype: str
+    model_type: str
+    parameters: int
+    adapters: dict[str, AdapterInfo]
+
+
+def describe(loaded: Loaded) -> Description:
+    inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
+    return Description(str(loaded.device), str(loaded.dtype).removeprefix("torch."),
+                       type(inner).__name__, sum(p.numel() for p in inner.parameters()),
+                       dict(loaded.adapters))
+
+
 def resolve_device(spec: str) -> torch.device:
     """``auto`` is the first CUDA device when torch sees one, else the CPU."""
     if spec == "auto":

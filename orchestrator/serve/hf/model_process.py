@@ -28,18 +28,7 @@ from typing import Any
 
 from orchestrator.players.openai_wire import Completion
 from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError
-from orchestrator.serve.hf.loading import AdapterInfo, LoadError
-
-
-@dataclass(frozen=True)
-class Description:
-    """What the model's process loaded, for the server's start lines."""
-
-    device: str
-    dtype: str
-    model_type: str
-    parameters: int
-    adapters: dict[str, AdapterInfo]
+from orchestrator.serve.hf.loading import Description, LoadError, describe
 
 
 @dataclass(frozen=True)
@@ -51,13 +40,6 @@ class ModelSettings:
     threads: int | None
     mixing: bool
     seed: int | None
-
-
-def describe(loaded: Any) -> Description:
-    inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
-    return Description(str(loaded.device), str(loaded.dtype).removeprefix("torch."),
-                       type(inner).__name__, sum(p.numel() for p in inner.parameters()),
-                       dict(loaded.adapters))
 
 
 def _serve_model(conn: Connection, settings: ModelSettings) -> None:
@@ -88,22 +70,20 @@ def _serve_model(conn: Connection, settings: ModelSettings) -> None:
             if job.inputs is not None:
                 job.inputs = {name: torch.from_numpy(array) for name, array in job.inputs.items()}
         try:
-            results, times = runner.run(jobs)
-            reply: Any = ([result if isinstance(result, Completion) else str(result)
-                           for result in results], times)
+            reply: Any = runner.run(jobs)  # each RequestError crosses as itself
         except Exception as exc:  # the model failed on this batch: each request's answer
             reply = f"the model failed: {exc!r}"
         conn.send(reply)
 
 
 class ModelProcess:
-    """``run`` (a batch's answers) and ``describe`` of a model in a process of its own."""
+    """``run`` (a batch's answers) of a model in a process of its own, and what it loaded
+    (``wait_ready``)."""
 
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings
         self._lock = threading.Lock()  # one batch at a time on the pipe
         self._process, self._conn = self._start()
-        self.description: Description | None = None
 
     def _start(self) -> tuple[Any, Connection]:
         context = multiprocessing.get_context("spawn")
@@ -120,8 +100,7 @@ class ModelProcess:
 
     def wait_ready(self) -> Description:
         """What the model's process loaded, once it has; its LoadError raised here."""
-        self.description = self._ready(self._conn)
-        return self.description
+        return self._ready(self._conn)
 
     def _ready(self, conn: Connection) -> Description:
         try:
@@ -149,8 +128,7 @@ class ModelProcess:
                 return self._restarted(len(jobs)), BatchTimes()
         if isinstance(reply, str):
             return [ModelFault(reply)] * len(jobs), BatchTimes()
-        results, times = reply
-        return [RequestError(r) if isinstance(r, str) else r for r in results], times
+        return reply
 
     def _restarted(self, count: int) -> list[Completion | RequestError]:
         """The answers of a batch whose model process died, once a new one is loaded."""
