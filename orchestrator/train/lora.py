@@ -61,6 +61,9 @@ def train(run: LoraRun, say: Callable[[str], None] = print) -> LoraResult:
     every ``run.every`` steps (step, loss, seconds)."""
     import torch
     import transformers
+    from peft import LoraConfig
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from trl import SFTConfig, SFTTrainer
 
     torch.set_num_threads(run.threads)
     transformers.logging.set_verbosity_error()
@@ -78,29 +81,21 @@ def train(run: LoraRun, say: Callable[[str], None] = print) -> LoraResult:
     with warnings.catch_warnings():
         # TRL's use of arguments transformers deprecates: a note for TRL, not for the user.
         warnings.simplefilter("ignore", FutureWarning)
-        return _train(run, samples, Progress(), start)
-
-
-def _train(run: LoraRun, samples: Any, progress: Any, start: float) -> LoraResult:
-    import transformers
-    from peft import LoraConfig
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-    from trl import SFTConfig, SFTTrainer
-
-    trainer = SFTTrainer(
-        model=AutoModelForImageTextToText.from_pretrained(run.model, local_files_only=True),
-        processing_class=AutoProcessor.from_pretrained(run.model, local_files_only=True),
-        train_dataset=samples,
-        peft_config=LoraConfig(r=run.rank, lora_alpha=2 * run.rank,
-                               target_modules=LANGUAGE_PROJECTIONS),
-        args=SFTConfig(output_dir=str(run.out), max_steps=run.steps,
-                       per_device_train_batch_size=run.batch, learning_rate=run.learning_rate,
-                       seed=run.seed, use_cpu=True, report_to=[], save_strategy="no",
-                       logging_steps=run.every, disable_tqdm=True),
-        callbacks=[progress],
-    )
-    trainer.remove_callback(transformers.PrinterCallback)  # its dicts repeat the step lines
-    result = trainer.train()
+        trainer = SFTTrainer(
+            model=AutoModelForImageTextToText.from_pretrained(run.model, local_files_only=True),
+            processing_class=AutoProcessor.from_pretrained(run.model, local_files_only=True),
+            train_dataset=samples,
+            peft_config=LoraConfig(r=run.rank, lora_alpha=2 * run.rank,
+                                   target_modules=LANGUAGE_PROJECTIONS),
+            args=SFTConfig(output_dir=str(run.out), max_steps=run.steps,
+                           per_device_train_batch_size=run.batch,
+                           learning_rate=run.learning_rate, seed=run.seed, use_cpu=True,
+                           report_to=[], save_strategy="no", logging_steps=run.every,
+                           disable_tqdm=True),
+            callbacks=[Progress()],
+        )
+        trainer.remove_callback(transformers.PrinterCallback)  # its dicts repeat the step lines
+        result = trainer.train()
     trainer.save_model(str(run.out))  # the adapter alone (a peft model saves its own)
     loss = float(result.training_loss)
     if not math.isfinite(loss):
