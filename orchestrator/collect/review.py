@@ -253,8 +253,7 @@ class LiveReview:
         try:
             self.writer.flush()
         except (LabelError, OSError) as exc:
-            if self.stopped is None:  # else said already
-                self._stop(f"cannot write {self.folder}: {_why(exc)}")
+            self._stop(f"cannot write {self.folder}: {_why(exc)}")
 
     async def finish(self) -> None:
         """Wait until every recorded game is labelled (or the review stopped)."""
@@ -295,6 +294,10 @@ class LiveReview:
         return self.folder.parent / record.sgf
 
     def _stop(self, reason: str) -> None:
+        """Stop the review once: the first reason is the one said (every worker whose
+        write fails on the same spoilt folder comes here)."""
+        if self.stopped is not None:
+            return
         self.stopped = reason
         self._emit(ReviewStopped(reason, self.left))
         self._idle.set()
