@@ -248,22 +248,16 @@ async def test_a_label_folder_that_cannot_be_written_stops_the_review_not_the_ga
     heard = Heard()
 
     async def spoil(collector: Collector) -> None:
-        """KataGo stopped until both games are recorded (two workers then hold one each),
-        then RUN_DIR/labels becomes a file: both workers' writes fail."""
+        """Once KataGo is up, RUN_DIR/labels becomes a file: every write there fails."""
         labels = collector.run_dir / "labels"
-        paused = _katago_pids(labels)
-        for pid in paused:
-            os.kill(pid, signal.SIGSTOP)
-        while collector.state.done < 2:
-            await trio.sleep(0.05)  # polls for a state: every game recorded
         shutil.rmtree(labels)
         labels.write_text("not a folder")
-        for pid in paused:
-            os.kill(pid, signal.SIGCONT)
 
     summary = await play(tmp_path, 2, review(), heard, spoil)
     assert summary.exit_code == 0 and summary.state.done == 2
-    (stopped,) = heard.of(ReviewStopped)  # said once, though two writes failed
+    # said once, though both workers' writes can fail (their writes are shielded: the
+    # second one runs after the first stopped the review)
+    (stopped,) = heard.of(ReviewStopped)
     assert stopped.reason.startswith("cannot write ") and "Not a directory" in stopped.reason
     assert not heard.of(GameReviewed)
 
