@@ -156,18 +156,19 @@ def test_go19_ping_works_on_every_port(served: Served) -> None:
     assert result.stdout.count("● OK") == 2
 
 
-def test_a_model_process_that_dies_fails_its_batch_and_is_started_again(
+def test_a_model_process_that_dies_fails_its_batch_and_a_new_one_loads(
         served: Served) -> None:
     """The model runs in a process of its own, named at start; killed, the batch it held
-    is answered with a 500 that says so, a new one is loaded, and the next request gets its
-    adapter's answer again. (Last of the tests on ``served``: it replaces its model.)"""
+    is answered at once with a 500 that says so, a new one loads the model, and the next
+    request gets its adapter's answer again. (Last of the tests on ``served``: it replaces
+    its model.)"""
     match = re.search(r", in process (\d+) of its own$", served.lines[0])
     assert match, served.lines[0]
     os.kill(int(match.group(1)), signal.SIGKILL)
     status, reply = ask_openai(served, "b")
     assert (status, reply["error"]["code"]) == (500, 500)
     assert reply["error"]["message"] == ("the model's process stopped (exit code -9); "
-                                         "it was started again")
+                                         "a new one is loading the model")
     status, reply = ask_openai(served, "b")
     assert status == 200 and reply["choices"][0]["message"]["content"] == ANSWERS["b"]
     assert served.process.poll() is None

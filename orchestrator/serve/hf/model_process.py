@@ -12,8 +12,8 @@ values.
 The model's process is started by ``spawn`` (no copy of the ports' process and its
 threads), loads the model and the adapters once, and says what it loaded (its
 :class:`Description`) or the :class:`~.loading.LoadError` that stops the server. A model
-process that dies (killed, out of memory) answers its batch with an error and is started
-again for the next.
+process that dies (killed, out of memory) has its batch answered with an error at once; a
+new one is started then and loads the model for the next batch.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ class ModelProcess:
         self.settings = settings
         self._lock = threading.Lock()  # one batch at a time on the pipe
         self._process, self._conn = self._start()
+        self._loading = False  # a restarted process not yet heard from
+        self._unloadable: str | None = None  # why a restarted process could not load
 
     def _start(self) -> tuple[Any, Connection]:
         context = multiprocessing.get_context("spawn")
@@ -121,29 +123,34 @@ class ModelProcess:
                 if job.inputs is not None else
                 Job(job.adapter, job.messages, job.image, job.sampling) for job in jobs]
         with self._lock:
+            if self._loading:  # a new process after a death: the first batch waits for it
+                self._loading = False
+                try:
+                    self._ready(self._conn)
+                except LoadError as exc:
+                    self._unloadable = f"the model's process could not be started again: {exc}"
+            if self._unloadable is not None:
+                return [ModelFault(self._unloadable)] * len(jobs), BatchTimes()
             try:
                 self._conn.send(sent)
                 reply = self._conn.recv()
             except (EOFError, OSError):
-                return self._restarted(len(jobs)), BatchTimes()
+                return self._restart(len(jobs)), BatchTimes()
         if isinstance(reply, str):
             return [ModelFault(reply)] * len(jobs), BatchTimes()
         return reply
 
-    def _restarted(self, count: int) -> list[Completion | RequestError]:
-        """The answers of a batch whose model process died, once a new one is loaded."""
+    def _restart(self, count: int) -> list[Completion | RequestError]:
+        """The answers of a batch whose model process died: at once, while a new process
+        loads the model for the next batch (a load takes seconds; the clients of this
+        batch need not wait for it)."""
         self._process.join(5)
         code = self._process.exitcode
         self._conn.close()
         self._process, self._conn = self._start()
-        try:
-            self._ready(self._conn)
-        except LoadError as exc:
-            problem = f"; starting it again failed: {exc}"
-        else:
-            problem = "; it was started again"
-        return [ModelFault(f"the model's process stopped (exit code {code}){problem}")
-                ] * count
+        self._loading = True
+        return [ModelFault(f"the model's process stopped (exit code {code}); a new one is "
+                           f"loading the model")] * count
 
     def close(self) -> None:
         self._conn.close()  # the model's process ends at the pipe's end
