@@ -25,8 +25,10 @@ per concurrency the go19/vLLM ratio of requests/s, each server's batching gain (
 ``model idle`` is the share of the wall time in which the model was not inside
 ``generate`` (the batch queue's overhead, preparing inputs on the model's thread, and
 waiting for requests), ``request outside generate`` the share of the requests' own wall
-time (arrival to answer) outside their batch's ``generate``, which includes waiting for
-the batch before theirs.
+time (arrival at the batcher to answer) outside their batch's ``generate``, which includes
+waiting in the queue for the batch before theirs (``queued``: the model busy, or the
+batch still gathering for at most ``--max-wait-ms``); the rest (preparing, waiting for a
+prepare thread, the batch's own work around ``generate``) is the serving overhead.
 """
 
 from __future__ import annotations
@@ -251,17 +253,19 @@ class Measure:
     wrong: list[str]
     model_idle: float | None = None  # go19 only, from its request log
     outside_generate: float | None = None
+    queued: float | None = None  # of outside_generate: in the batch queue
     mean_batch: float | None = None
 
 
-def log_shares(lines: list[dict], wall_s: float) -> tuple[float, float, float]:
-    """(model idle share, request wall share outside generate, mean batch) of a measure's
-    request-log lines."""
+def log_shares(lines: list[dict], wall_s: float) -> tuple[float, float, float, float]:
+    """(model idle share, request wall share outside generate, of which queued for the
+    model, mean batch) of a measure's request-log lines."""
     answered = [line for line in lines if "generate_ms" in line]
     generating = sum(line["generate_ms"] / line["batch"] for line in answered) / 1000
-    outside = 1 - sum(line["generate_ms"] for line in answered) / sum(
-        line["ms"] for line in answered)
-    return (max(0.0, 1 - generating / wall_s), outside,
+    wall = sum(line["ms"] for line in answered)
+    outside = 1 - sum(line["generate_ms"] for line in answered) / wall
+    queued = sum(line["queued_ms"] for line in answered) / wall
+    return (max(0.0, 1 - generating / wall_s), outside, queued,
             statistics.fmean(line["batch"] for line in answered))
 
 
@@ -284,8 +288,8 @@ async def measure(server: Server, requests: list[tuple[str, bytes]],
         with open(server.request_log, encoding="utf-8") as fh:
             fh.seek(logged)
             lines = [json.loads(line) for line in fh.read().splitlines()]
-        result.model_idle, result.outside_generate, result.mean_batch = log_shares(
-            lines, outcome.seconds)
+        shares = log_shares(lines, outcome.seconds)
+        result.model_idle, result.outside_generate, result.queued, result.mean_batch = shares
     return result
 
 
@@ -293,7 +297,8 @@ def show(result: Measure) -> None:
     extra = ""
     if result.model_idle is not None:
         extra = (f"  batch {result.mean_batch:4.1f}  model idle {100 * result.model_idle:4.1f} %"
-                 f"  request outside generate {100 * result.outside_generate:4.1f} %")
+                 f"  request outside generate {100 * result.outside_generate:4.1f} %"
+                 f" (queued {100 * (result.queued or 0):4.1f} %)")
     answers = "all answers their adapter's" if not result.wrong else \
         f"{len(result.wrong)} WRONG, e.g. {result.wrong[0]}"
     print(f"{result.server:>12} c={result.concurrency:<3} {result.rate:6.1f} req/s  "
@@ -343,8 +348,11 @@ def summary(results: list[Measure]) -> None:
             idle = [100 * r.model_idle for r in logged if r.model_idle is not None]
             outside = [100 * r.outside_generate for r in logged
                        if r.outside_generate is not None]
+            overhead = [100 * (r.outside_generate - r.queued) for r in logged
+                        if r.outside_generate is not None and r.queued is not None]
             line.append(f"{name} model idle {span(idle, ' %')}, request outside generate "
-                        f"{span(outside, ' %')}")
+                        f"{span(outside, ' %')}, of which not queued for the model "
+                        f"{span(overhead, ' %')}")
         for variant in GO19_VARIANTS:
             if variant != "go19" and rates("go19", concurrency) and rates(variant, concurrency):
                 ratios = [g / t for g, t in zip(rates("go19", concurrency),
