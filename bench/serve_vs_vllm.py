@@ -109,11 +109,13 @@ def bodies() -> list[tuple[str, bytes]]:
 
 class Reader:
     """HTTP/1.1 responses off one keep-alive connection (Content-Length bodies: both
-    servers send them for JSON)."""
+    servers send them for JSON). ``closing`` says the last response ended the connection
+    (Hypercorn ends one after 1,000 requests)."""
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
         self.buffer = bytearray()
+        self.closing = False
 
     async def _more(self) -> None:
         data = await self.stream.receive_some(65536)
@@ -131,6 +133,7 @@ class Reader:
         if match is None:
             raise ConnectionError(f"a response without Content-Length: {head!r}")
         length = int(match.group(1))
+        self.closing = re.search(r"(?im)^connection:\s*close", head) is not None
         while len(self.buffer) < length:
             await self._more()
         body = bytes(self.buffer[:length])
@@ -153,23 +156,27 @@ async def ask(port: int, requests: list[tuple[str, bytes]], count: int,
     wrong: list[str] = []
 
     async def worker() -> None:
+        while next_index < count:
+            async with await trio.open_tcp_stream("127.0.0.1", port) as stream:
+                await asks(stream)
+
+    async def asks(stream: trio.SocketStream) -> None:
+        """Requests on one connection, until the count is reached or the server ends it."""
         nonlocal next_index
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
         reader = Reader(stream)
-        async with stream:
-            while next_index < count:
-                adapter, raw = requests[next_index % len(requests)]
-                next_index += 1
-                sent = time.perf_counter()
-                await stream.send_all(raw)
-                status, body = await reader.response()
-                latencies.append(time.perf_counter() - sent)
-                if status != 200:
-                    wrong.append(f"{adapter}: HTTP {status} {body[:200]!r}")
-                    continue
-                answer = json.loads(body)["choices"][0]["message"]["content"]
-                if answer.strip() != ANSWERS[adapter]:
-                    wrong.append(f"{adapter}: {answer!r}")
+        while next_index < count and not reader.closing:
+            adapter, raw = requests[next_index % len(requests)]
+            next_index += 1
+            sent = time.perf_counter()
+            await stream.send_all(raw)
+            status, body = await reader.response()
+            latencies.append(time.perf_counter() - sent)
+            if status != 200:
+                wrong.append(f"{adapter}: HTTP {status} {body[:200]!r}")
+                continue
+            answer = json.loads(body)["choices"][0]["message"]["content"]
+            if answer.strip() != ANSWERS[adapter]:
+                wrong.append(f"{adapter}: {answer!r}")
 
     started = time.perf_counter()
     async with trio.open_nursery() as nursery:
