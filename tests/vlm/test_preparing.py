@@ -5,10 +5,12 @@ exactly what the processor makes for that request alone."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 
 import pytest
+from PIL import Image
 
 from orchestrator.players.go19 import board_png
 from orchestrator.render import RenderSettings
@@ -24,7 +26,6 @@ from orchestrator.serve.hf.jobs import RequestError  # noqa: E402
 from orchestrator.serve.hf.preparing import (  # noqa: E402
     PreparePool,
     Preparer,
-    decode_picture,
 )
 
 GAME = REAL_SGF / "pro19" / "01-2016.12.29-Magist-Pan_Tingyu.sgf"
@@ -53,7 +54,9 @@ def items(loaded) -> list[tuple[str, bytes | None]]:
 
 
 def alone(processor, text: str, png: bytes | None) -> dict[str, torch.Tensor]:
-    return dict(processor(text=[text], images=decode_picture(png), return_tensors="pt"))
+    """The processor's own tensors for one request, from the picture as PIL decodes it."""
+    picture = None if png is None else Image.open(io.BytesIO(png)).convert("RGB")
+    return dict(processor(text=[text], images=picture, return_tensors="pt"))
 
 
 def assert_same(made, expected) -> None:
