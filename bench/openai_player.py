@@ -122,7 +122,7 @@ async def cpu_per_move(argv: list[str], make: Callable[[int], tuple[ReplicaPool,
                        games: int = 16) -> tuple[float, float, float, int]:
     """(CPU ms per move, of which PNG render, of which legal moves, fallbacks)."""
     render = CpuMeter(render_module, "render_png")
-    legal = CpuMeter(openai_wire, "legal_texts")
+    legal = CpuMeter(openai_wire, "legal_json")
     try:
         async with server_process(argv) as server:
             endpoint, player = make(server.port)
