@@ -116,12 +116,6 @@ class ModelProcess:
         return said
 
     def run(self, jobs: list[Job]) -> tuple[list[Completion | RequestError], BatchTimes]:
-        # A prepared request crosses as its tensors alone; one that is not (no prepare step
-        # before the queue) as its chat and picture, which the model's process prepares.
-        sent = [Job(job.adapter, [], None, job.sampling, prompt=job.prompt,
-                    inputs={name: value.numpy() for name, value in job.inputs.items()})
-                if job.inputs is not None else
-                Job(job.adapter, job.messages, job.image, job.sampling) for job in jobs]
         with self._lock:
             if self._loading:  # a new process after a death: the first batch waits for it
                 self._loading = False
@@ -131,6 +125,13 @@ class ModelProcess:
                     self._unloadable = f"the model's process could not be started again: {exc}"
             if self._unloadable is not None:
                 return [ModelFault(self._unloadable)] * len(jobs), BatchTimes()
+            # A prepared request crosses as its tensors alone; one that is not (no prepare
+            # step before the queue) as its chat and picture, which the model's process
+            # prepares.
+            sent = [Job(job.adapter, [], None, job.sampling, prompt=job.prompt,
+                        inputs={name: value.numpy() for name, value in job.inputs.items()})
+                    if job.inputs is not None else
+                    Job(job.adapter, job.messages, job.image, job.sampling) for job in jobs]
             try:
                 self._conn.send(sent)
                 reply = self._conn.recv()
