@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import trio
 
 from orchestrator.players.openai_wire import Completion
-from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError
+from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError, model_failed
 from orchestrator.serve.hf.stats import ServeStats
 
 # Requests prepared per call. A whole batch in one call (64 at once) made the model wait
@@ -162,7 +162,7 @@ class Batcher:
             try:
                 results, times = await trio.to_thread.run_sync(self._run_batch, jobs)
             except Exception as exc:  # the model failed on this batch: each request's answer
-                results = [ModelFault(f"the model failed: {exc!r}")] * len(jobs)
+                results = [ModelFault(model_failed(exc))] * len(jobs)
                 times = BatchTimes()
             finished = trio.current_time()
             for pending, result in zip(batch, results, strict=True):

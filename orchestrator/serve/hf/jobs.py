@@ -61,3 +61,9 @@ class RequestError(ValueError):
 class ModelFault(RequestError):
     """The model failed on the request's batch (its process died, ``generate`` raised), not
     the request itself: the OpenAI port answers 500, as vLLM does for its engine's faults."""
+
+
+def model_failed(exc: BaseException) -> str:
+    """What each request of a batch on which the model raised is answered (in the model's
+    process or in the server's)."""
+    return f"the model failed: {exc!r}"

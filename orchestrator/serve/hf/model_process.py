@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.players.openai_wire import Completion
-from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError
+from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError, model_failed
 from orchestrator.serve.hf.loading import Description, LoadError, describe
 
 
@@ -72,7 +72,7 @@ def _serve_model(conn: Connection, settings: ModelSettings) -> None:
         try:
             reply: Any = runner.run(jobs)  # each RequestError crosses as itself
         except Exception as exc:  # the model failed on this batch: each request's answer
-            reply = f"the model failed: {exc!r}"
+            reply = model_failed(exc)
         conn.send(reply)
 
 
