@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +19,6 @@ from orchestrator.collect.run import CollectOptions, RunSummary, collect
 from orchestrator.events import Event
 
 from .server import Farm
-
-
-def wait_for(condition, what: str, limit: float = 60.0) -> None:
-    """Poll for a state of the processes under test; the limit only bounds the test."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 RESULT = re.compile(r"^(0|[BW]\+(R|\d+(\.5)?))$")
 

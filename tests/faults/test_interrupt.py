@@ -27,6 +27,7 @@ from orchestrator.rules.game import Game
 from orchestrator.serve import serve_go19
 from orchestrator.words import plural
 from tests.conftest import REPO
+from tests.polling import until
 
 from .harness import check_recordings, journal, two_go19_players
 
@@ -78,13 +79,6 @@ class Output:
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
-
-
-async def until(condition) -> None:
-    """Wait for a state of the test's own server or of the collector's output."""
-    with trio.fail_after(120):
-        while not condition():
-            await trio.sleep(0.01)
 
 
 def collect_cmd(matchup: Path, tmp_path: Path, games: int) -> list[str]:

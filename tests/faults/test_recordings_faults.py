@@ -26,8 +26,9 @@ from orchestrator.collect.recorder import append_line
 from orchestrator.collect.standings import words
 from orchestrator.events import JournalRepaired, RunContinued, RunResumed
 from tests.conftest import REPO
+from tests.polling import wait_for
 
-from .harness import check_recordings, journal, run_collect, two_go19_players, wait_for
+from .harness import check_recordings, journal, run_collect, two_go19_players
 
 MATCHUP = two_go19_players(
     'embedded = {{ engine = "random", seed = 1, delay_ms = {delay} }}',

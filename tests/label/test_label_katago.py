@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,6 +33,7 @@ from tests.label.sgfs import (
     NOT_FOR_THE_DATASET,
     write_games,
 )
+from tests.polling import wait_for
 
 pytestmark = requires_katago
 
@@ -272,16 +272,6 @@ def _text(path: Path) -> str:
         return ""
 
 
-def wait_until(holds, process: subprocess.Popen, what: str) -> None:
-    """Poll for a state of a running go19; fail if it exits first. The deadline only
-    stops a hang: nothing here depends on how fast the machine is."""
-    deadline = time.monotonic() + 600
-    while not holds():
-        assert process.poll() is None, f"go19 exited ({process.returncode}) before {what}"
-        assert time.monotonic() < deadline, f"no {what} after 600 s"
-        time.sleep(0.05)
-
-
 @pytest.mark.slow
 def test_a_killed_label_run_resumes_without_loss(labelled, tmp_path):
     out = tmp_path / "labels"
@@ -291,8 +281,8 @@ def test_a_killed_label_run_resumes_without_loss(labelled, tmp_path):
                                stderr=subprocess.DEVNULL)
     try:
         # Killed once KataGo is up and the queries go out: any moment after would do.
-        wait_until(lambda: "Started, ready" in _text(out / "katago.log"), process,
-                   "KataGo started")
+        wait_for(lambda: "Started, ready" in _text(out / "katago.log"), "KataGo started",
+                 limit=600, process=process)
     finally:
         process.kill()
         process.wait()

@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from orchestrator.report.quality_pictures import KATAGO, PLAYED, PX
 from orchestrator.rules.replay import replay
 from tests.conftest import REPO, go19_here
 from tests.label.conftest import requires_katago
+from tests.polling import wait_for
 from tests.review.conftest import GAMES, MOVE_CAP
 
 pytestmark = requires_katago
@@ -187,9 +187,8 @@ def test_ctrl_c_while_labelling_is_one_line_and_keeps_the_folder(demo_run, tmp_p
     def answering() -> bool:  # KataGo is up and asked: the run is inside its nursery
         return log.exists() and "ready to begin handling requests" in log.read_text()
 
-    give_up = time.monotonic() + 600  # only stops a hang
-    while not answering() and process.poll() is None and time.monotonic() < give_up:
-        time.sleep(0.05)  # waiting for a state (KataGo's log line), polled
+    wait_for(lambda: answering() or process.poll() is not None, "KataGo answering",
+             limit=600)
     assert process.poll() is None, process.communicate()
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=300)
