@@ -24,7 +24,7 @@ def wait_for(holds: Callable[[], bool], what: str, *, limit: float = 60.0,
         time.sleep(interval)
 
 
-async def until(holds: Callable[[], bool], what: str = "the state waited for", *,
+async def until(holds: Callable[[], bool], what: str, *,
                 limit: float = 120.0, interval: float = 0.01) -> None:
     """:func:`wait_for` inside trio, on real time (under a MockClock the limit would pass
     in virtual seconds while the loop idles)."""

@@ -117,16 +117,18 @@ output, the games in flight at the signal, and its journal."""
             collect_cmd(matchup, tmp_path, games), cwd=REPO, env=ENV,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         nursery.start_soon(output.read, proc.stdout)
-        await until(lambda: engine.held == GATED_CONCURRENCY)
+        await until(lambda: engine.held == GATED_CONCURRENCY, "every slot held by the server")
         # Everything is held now, so collect has nothing more to say until the signal.
-        await until(lambda: len(in_flight(output)) == GATED_CONCURRENCY)
+        await until(lambda: len(in_flight(output)) == GATED_CONCURRENCY,
+                    "every held game in flight in the output")
         held = in_flight(output)
         proc.send_signal(first)
         finishing = f"interrupted: finishing {GATED_CONCURRENCY} games — Ctrl-C again to drop them"
-        await until(lambda: any(line.endswith(finishing) for line in output.lines))
+        await until(lambda: any(line.endswith(finishing) for line in output.lines),
+                    f"a line ending {finishing!r}")
         if signals == 2:
             proc.send_signal(signal.SIGINT)
-            await until(lambda: proc.poll() is not None)
+            await until(lambda: proc.poll() is not None, "collect's exit")
         engine.gate.set()
         with trio.fail_after(120):
             await proc.wait()
@@ -234,19 +236,21 @@ async def start_held(tmp_path: Path, matchup: Path, engine: GatedEngine, games: 
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     nursery.start_soon(output.read, proc.stdout)
     await until(lambda: engine.held == GATED_CONCURRENCY
-                and len(in_flight(output)) == GATED_CONCURRENCY)
+                and len(in_flight(output)) == GATED_CONCURRENCY,
+                "every slot held and every held game in flight")
     return proc, output
 
 
 async def ctrl_c_twice(proc: trio.Process, output: Output, engine: GatedEngine) -> None:
     proc.send_signal(signal.SIGINT)
-    await until(lambda: any("Ctrl-C again to drop them" in line for line in output.lines))
+    await until(lambda: any("Ctrl-C again to drop them" in line for line in output.lines),
+                "the 'Ctrl-C again' line")
     proc.send_signal(signal.SIGINT)
     with trio.fail_after(120):
         await proc.wait()
         await output.ended.wait()
     engine.gate.set()
-    await until(lambda: engine.held == 0)
+    await until(lambda: engine.held == 0, "no slot held")
 
 
 def run_dirs(tmp_path: Path) -> list[Path]:
