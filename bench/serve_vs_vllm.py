@@ -144,9 +144,8 @@ class Requests:
     apart, the same few each time."""
 
     def __init__(self) -> None:
-        self.warm_up = WARM_UP
-        made = bodies(self.warm_up + requests_needed())
-        self.warming, self.measured = made[:self.warm_up], made[self.warm_up:]
+        made = bodies(WARM_UP + requests_needed())
+        self.warming, self.measured = made[:WARM_UP], made[WARM_UP:]
         self._taken: dict[str, int] = {}
 
     def take(self, server: str, count: int) -> list[tuple[str, bytes]]:
@@ -199,10 +198,9 @@ class Outcome:
     wrong: list[str]  # "adapter: answer" of each answer that is not its adapter's
 
 
-async def ask(port: int, requests: list[tuple[str, bytes]], count: int,
-              concurrency: int) -> Outcome:
-    """``count`` requests (cycling through ``requests`` when they are fewer),
-    ``concurrency`` at a time."""
+async def ask(port: int, requests: list[tuple[str, bytes]], concurrency: int) -> Outcome:
+    """Each of ``requests`` once, ``concurrency`` at a time."""
+    count = len(requests)
     next_index = 0
     latencies: list[float] = []
     wrong: list[str] = []
@@ -217,7 +215,7 @@ async def ask(port: int, requests: list[tuple[str, bytes]], count: int,
         nonlocal next_index
         reader = Reader(stream)
         while next_index < count and not reader.closing:
-            adapter, raw = requests[next_index % len(requests)]
+            adapter, raw = requests[next_index]
             next_index += 1
             sent = time.perf_counter()
             await stream.send_all(raw)
@@ -329,13 +327,13 @@ def log_shares(lines: list[dict], wall_s: float) -> tuple[float, float, float, f
 
 
 async def measure(server: Server, requests: Requests, concurrency: int) -> Measure:
-    await ask(server.port, requests.warming, 2 * concurrency, concurrency)
+    await ask(server.port, requests.warming[:2 * concurrency], concurrency)
     logged = server.request_log.stat().st_size if server.request_log else 0
     count = requests_per_measure(concurrency)
     asked = requests.take(server.name, count)
     session = server.process.pid
     cpu, own, busy = tree_cpu_s(session), time.process_time(), machine_busy_s()
-    outcome = await ask(server.port, asked, count, concurrency)
+    outcome = await ask(server.port, asked, concurrency)
     cpu = tree_cpu_s(session) - cpu
     own = time.process_time() - own
     busy = machine_busy_s() - busy
@@ -434,13 +432,15 @@ async def main() -> None:
         raise SystemExit("no real vLLM: `make vllm` builds .vllm")
     if MODEL:
         hidden, _, layers = MODEL.partition("x")
+        if not (hidden.isdigit() and layers.isdigit()):
+            raise SystemExit(f"BENCH_MODEL={MODEL}: HIDDENxLAYERS, e.g. 256x4")
         tiny = tiny_model(int(hidden), int(layers))
         print(f"model {MODEL}: {tiny.model}", flush=True)
     else:
         tiny = tiny_model()
     requests = Requests()
     print(f"{len(requests.measured)} requests per server, each of its own position, "
-          f"and {requests.warm_up} to warm up", flush=True)
+          f"and {len(requests.warming)} to warm up", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="go19-vs-vllm-"))
     servers: list[Server] = []
     try:
