@@ -24,6 +24,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.serve.hf.tiny import HIDDEN, LAYERS
 from tests.conftest import REAL_SGF
 
 GAME = REAL_SGF / "pro19" / "01-2016.12.29-Magist-Pan_Tingyu.sgf"
@@ -67,20 +68,17 @@ def cache_key(hidden: int, layers: int) -> str:
     return digest.hexdigest()[:16]
 
 
-def tiny_model(hidden: int | None = None, layers: int | None = None) -> Tiny:
+def tiny_model(hidden: int = HIDDEN, layers: int = LAYERS) -> Tiny:
     """The cached model and adapters, built first if missing. Another ``hidden`` size or
     number of ``layers`` makes a larger model of the same shape with adapters a and b only
     (for bench/serve_vs_vllm.py: a model whose ``generate`` outweighs preparing a picture)."""
-    from orchestrator.serve.hf.tiny import HIDDEN, LAYERS
-
-    size = (hidden or HIDDEN, layers or LAYERS)
-    root = cache_root() / cache_key(*size)
+    root = cache_root() / cache_key(hidden, layers)
     if (root / "done").is_file():
         return Tiny(root)
     partial = root.with_name(f"{root.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    _build(Tiny(partial), *size)
+    _build(Tiny(partial), hidden, layers)
     (partial / "done").write_text("")
     try:
         partial.rename(root)
@@ -92,14 +90,7 @@ def tiny_model(hidden: int | None = None, layers: int | None = None) -> Tiny:
 def _build(tiny: Tiny, hidden: int, layers: int) -> None:
     import torch
 
-    from orchestrator.serve.hf.tiny import (
-        HIDDEN,
-        LANGUAGE_PROJECTIONS,
-        LAYERS,
-        build,
-        processor,
-        random_model,
-    )
+    from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS, build, processor, random_model
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a shared 2-core machine: one thread trains as fast
@@ -107,9 +98,8 @@ def _build(tiny: Tiny, hidden: int, layers: int) -> None:
         build(tiny.model, hidden=hidden, layers=layers)
         samples = _export_samples(tiny.root / "export")
         tests_own = (hidden, layers) == (HIDDEN, LAYERS)
-        for name, answer in ANSWERS.items():
-            if name not in ("a", "b") and not tests_own:
-                continue
+        for name in ANSWERS if tests_own else ("a", "b"):
+            answer = ANSWERS[name]
             targets = VISION_TARGETS if name == "v" else LANGUAGE_PROJECTIONS
             _train(tiny.model, samples, answer, targets).save_pretrained(tiny.adapter(name))
         if tests_own:
