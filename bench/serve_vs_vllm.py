@@ -31,7 +31,11 @@ waiting for requests), ``request outside generate`` the share of the requests' o
 time (arrival at the batcher to answer) outside their batch's ``generate``, which includes
 waiting in the queue for the batch before theirs (``queued``: the model busy, or the
 batch still gathering for at most ``--max-wait-ms``); the rest (preparing, waiting for a
-prepare thread, the batch's own work around ``generate``) is the serving overhead.
+prepare thread, the batch's own work around ``generate``) is the serving overhead. Of it,
+``preparing`` is the request's own share of its prepare call (which makes up to
+PREPARE_CHUNK requests), and ``waiting for it`` the wait for a prepare thread and for the
+call's other requests: requests answered with one batch come back together, so they are
+prepared one call after another.
 """
 
 from __future__ import annotations
@@ -311,18 +315,23 @@ class Measure:
     model_idle: float | None = None  # go19 only, from its request log
     outside_generate: float | None = None
     queued: float | None = None  # of outside_generate: in the batch queue
+    preparing: float | None = None  # of outside_generate: its share of its prepare call
+    prepare_wait: float | None = None  # ... and waiting for that call to end or start
     mean_batch: float | None = None
 
 
-def log_shares(lines: list[dict], wall_s: float) -> tuple[float, float, float, float]:
+def log_shares(lines: list[dict], wall_s: float) -> tuple[float, ...]:
     """(model idle share, request wall share outside generate, of which queued for the
-    model, mean batch) of a measure's request-log lines."""
+    model, of which its own share of its prepare call, of which waiting for the call to
+    start or for the call's other requests, mean batch) of a measure's request-log lines."""
     answered = [line for line in lines if "generate_ms" in line]
     generating = sum(line["generate_ms"] / line["batch"] for line in answered) / 1000
     wall = sum(line["ms"] for line in answered)
     outside = 1 - sum(line["generate_ms"] for line in answered) / wall
     queued = sum(line["queued_ms"] for line in answered) / wall
-    return (max(0.0, 1 - generating / wall_s), outside, queued,
+    preparing = sum(line["prepare_ms"] for line in answered) / wall
+    prepare_wait = sum(line["thread_wait_ms"] for line in answered) / wall
+    return (max(0.0, 1 - generating / wall_s), outside, queued, preparing, prepare_wait,
             statistics.fmean(line["batch"] for line in answered))
 
 
@@ -346,7 +355,8 @@ async def measure(server: Server, requests: Requests, concurrency: int) -> Measu
             fh.seek(logged)
             lines = [json.loads(line) for line in fh.read().splitlines()]
         shares = log_shares(lines, outcome.seconds)
-        result.model_idle, result.outside_generate, result.queued, result.mean_batch = shares
+        (result.model_idle, result.outside_generate, result.queued, result.preparing,
+         result.prepare_wait, result.mean_batch) = shares
     return result
 
 
@@ -355,7 +365,9 @@ def show(result: Measure) -> None:
     if result.model_idle is not None:
         extra = (f"  batch {result.mean_batch:4.1f}  model idle {100 * result.model_idle:4.1f} %"
                  f"  request outside generate {100 * result.outside_generate:4.1f} %"
-                 f" (queued {100 * (result.queued or 0):4.1f} %)")
+                 f" (queued {100 * (result.queued or 0):4.1f} %, preparing"
+                 f" {100 * (result.preparing or 0):4.1f} %, waiting for it"
+                 f" {100 * (result.prepare_wait or 0):4.1f} %)")
     answers = "all answers their adapter's" if not result.wrong else \
         f"{len(result.wrong)} WRONG, e.g. {result.wrong[0]}"
     print(f"{result.server:>12} c={result.concurrency:<3} {result.rate:6.1f} req/s  "
@@ -407,9 +419,12 @@ def summary(results: list[Measure]) -> None:
                        if r.outside_generate is not None]
             overhead = [100 * (r.outside_generate - r.queued) for r in logged
                         if r.outside_generate is not None and r.queued is not None]
+            preparing = [100 * r.preparing for r in logged if r.preparing is not None]
+            waiting = [100 * r.prepare_wait for r in logged if r.prepare_wait is not None]
             line.append(f"{name} model idle {span(idle, ' %')}, request outside generate "
                         f"{span(outside, ' %')}, of which not queued for the model "
-                        f"{span(overhead, ' %')}")
+                        f"{span(overhead, ' %')} (preparing {span(preparing, ' %')}, "
+                        f"waiting to be prepared {span(waiting, ' %')})")
         for variant in GO19_VARIANTS:
             if variant != "go19" and rates("go19", concurrency) and rates(variant, concurrency):
                 ratios = [g / t for g, t in zip(rates("go19", concurrency),
