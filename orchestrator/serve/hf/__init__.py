@@ -8,7 +8,8 @@ Modules, one job each: :mod:`.jobs` (what a request asks, plain values),
 :mod:`.decoding` (per-row constraints and sampling inside ``generate``),
 :mod:`.preparing` (a request's inputs, in worker processes), :mod:`.generation` (one
 batch through ``generate``), :mod:`.model_process` (the model in a process of its own,
-batches over a pipe), :mod:`.batcher`
+batches over a pipe), :mod:`.batch_memory` (the memory a batch's tensors cross in to that
+process), :mod:`.batcher`
 (the trio queue that gathers requests into batches), :mod:`.stats` (request log and
 summary lines), :mod:`.engine` (a GO19 port's engine), :mod:`.protocol` (the OpenAI
 port's requests and errors, pydantic models), :mod:`.openai_app` (the OpenAI-compatible

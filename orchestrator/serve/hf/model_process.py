@@ -1,13 +1,14 @@
 """The model in a process of its own (``--model-process``), as vLLM's engine core is apart
 from its API server: the ports, the batch queue and the request log stay in the process
 that serves them, and each batch of prepared requests goes over a pipe to the model's
-process, which runs :class:`~.generation.BatchRunner` on it and sends the answers back.
+process, which runs :class:`~.generation.BatchRunner` on it and sends the answers back. The
+requests' tensors cross in memory the two processes share (:mod:`.batch_memory`); the
+pipe carries where each lies.
 
 Why: on a CPU, a small model's ``generate`` is mostly Python, and in one process the HTTP
 port, the queue and ``generate`` take turns on one GIL (one core, however many requests
-wait). Apart, ``generate`` has a GIL of its own; the requests' tensors cross the pipe
-once (numpy arrays, the bytes copied once each way), and the answers come back as plain
-values.
+wait). Apart, ``generate`` has a GIL of its own; the requests' tensors are copied once,
+into the shared region, and the answers come back as plain values.
 
 The model's process is started by ``spawn`` (no copy of the ports' process and its
 threads), loads the model and the adapters once, and says what it loaded (its
@@ -21,12 +22,17 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle, send_handle
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from orchestrator.players.openai_wire import Completion
+from orchestrator.serve.hf.batch_memory import NewRegion, RegionView, SharedRegion, Slot
 from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError, model_failed
 from orchestrator.serve.hf.loading import Description, LoadError, describe
 
@@ -60,19 +66,28 @@ def _serve_model(conn: Connection, settings: ModelSettings) -> None:
         conn.send(exc)
         return
     runner = BatchRunner(loaded, mixing=settings.mixing, seed=settings.seed)
+    region = RegionView()
     conn.send(describe(loaded))
     while True:
         try:
-            jobs: list[Job] = conn.recv()
+            message: list[Job] | NewRegion = conn.recv()
+            if isinstance(message, NewRegion):
+                region.attach(recv_handle(conn), message.size)
+                continue
         except (EOFError, OSError):
             return
-        for job in jobs:
-            if job.inputs is not None:
-                job.inputs = {name: torch.from_numpy(array) for name, array in job.inputs.items()}
+        jobs = message
         try:
+            for job in jobs:
+                if job.inputs is not None:
+                    job.inputs = {
+                        name: torch.from_numpy(region.array(value) if isinstance(value, Slot)
+                                               else value)
+                        for name, value in job.inputs.items()}
             reply: Any = runner.run(jobs)  # each RequestError crosses as itself
         except Exception as exc:  # the model failed on this batch: each request's answer
             reply = model_failed(exc)
+        del jobs, message  # no view of the region outlives its batch's answer
         conn.send(reply)
 
 
@@ -82,7 +97,9 @@ class ModelProcess:
 
     def __init__(self, settings: ModelSettings) -> None:
         self.settings = settings
-        self._lock = threading.Lock()  # one batch at a time on the pipe
+        self._lock = threading.Lock()  # one batch at a time on the pipe and in the region
+        self._region = SharedRegion()
+        self._sent: int | None = None  # the region generation the model's process has
         self._process, self._conn = self._start()
         self._loading = False  # a restarted process not yet heard from
         self._unloadable: str | None = None  # why a restarted process could not load
@@ -128,11 +145,20 @@ class ModelProcess:
             # A prepared request crosses as its tensors alone; one that is not (no prepare
             # step before the queue) as its chat and picture, which the model's process
             # prepares.
-            sent = [Job(job.adapter, [], None, job.sampling, prompt=job.prompt,
-                        inputs={name: value.numpy() for name, value in job.inputs.items()})
-                    if job.inputs is not None else
-                    Job(job.adapter, job.messages, job.image, job.sampling) for job in jobs]
+            arrays = [{name: value.numpy() for name, value in job.inputs.items()}
+                      for job in jobs if job.inputs is not None]
+            placed = self._region.place(arrays) if arrays else None
+            inputs: list[dict[str, Slot]] | list[dict[str, np.ndarray]] = (
+                placed if placed is not None else arrays)
+            sent: list[Job] = []
+            prepared: Iterator[dict] = iter(inputs)
+            for job in jobs:
+                sent.append(Job(job.adapter, [], None, job.sampling, prompt=job.prompt,
+                                inputs=next(prepared)) if job.inputs is not None else
+                            Job(job.adapter, job.messages, job.image, job.sampling))
             try:
+                if placed is not None:
+                    self._send_region()
                 self._conn.send(sent)
                 reply = self._conn.recv()
             except (EOFError, OSError):
@@ -140,6 +166,14 @@ class ModelProcess:
         if isinstance(reply, str):
             return [ModelFault(reply)] * len(jobs), BatchTimes()
         return reply
+
+    def _send_region(self) -> None:
+        """The region's descriptor, once to each model process and after each growth."""
+        if self._sent != self._region.generation:
+            assert self._region.fd is not None
+            self._conn.send(NewRegion(self._region.size))
+            send_handle(self._conn, self._region.fd, self._process.pid or 0)
+            self._sent = self._region.generation
 
     def _restart(self, count: int) -> list[Completion | RequestError]:
         """The answers of a batch whose model process died: at once, while a new process
@@ -149,12 +183,14 @@ class ModelProcess:
         code = self._process.exitcode
         self._conn.close()
         self._process, self._conn = self._start()
+        self._sent = None  # the new process has no region yet
         self._loading = True
         return [ModelFault(f"the model's process stopped (exit code {code}); a new one is "
                            f"loading the model")] * count
 
     def close(self) -> None:
         self._conn.close()  # the model's process ends at the pipe's end
+        self._region.close()
         self._process.join(10)
         if self._process.is_alive():
             self._process.kill()
