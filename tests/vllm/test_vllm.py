@@ -108,7 +108,7 @@ async def test_the_serving_audit_finds_the_base_model_answering_as_an_adapter(
                               "batched with a, b ("), said
     strict = go19("collect", "--matchup", path, "--games", "1", "--recordings",
                   tmp_path / "rec", "--no-dashboard", "--no-report", "--strict-audit")
-    assert strict.returncode == 3, strict.stderr
+    assert strict.returncode == 3, strict.stdout + strict.stderr  # the audit's lines are on stdout
     assert re.search(r"base answers (as [ab]|differently) when batched with a, b .*--strict-audit: "
                      r"nothing recorded", strict.stderr), strict.stderr
     assert not (tmp_path / "rec").exists()
