@@ -47,8 +47,8 @@ class NewRegion:
     size: int
 
 
-def _aligned(size: int) -> int:
-    return -(-size // ALIGN) * ALIGN
+def _round_up(size: int, step: int) -> int:
+    return -(-size // step) * step
 
 
 class SharedRegion:
@@ -63,7 +63,8 @@ class SharedRegion:
     def place(self, batch: list[dict[str, np.ndarray]]) -> list[dict[str, Slot]] | None:
         """Each request's arrays copied into the region, as their slots; None when the
         region cannot hold them (the batch then crosses the pipe)."""
-        needed = sum(_aligned(array.nbytes) for arrays in batch for array in arrays.values())
+        needed = sum(_round_up(array.nbytes, ALIGN)
+                     for arrays in batch for array in arrays.values())
         if (self._map is None or needed > self.size) and not self._grow(max(needed, 1)):
             return None
         assert self._map is not None
@@ -74,15 +75,14 @@ class SharedRegion:
             for name, array in arrays.items():
                 np.ndarray(array.shape, array.dtype, self._map, offset)[...] = array
                 slots[name] = Slot(offset, array.dtype.str, tuple(array.shape))
-                offset += _aligned(array.nbytes)
+                offset += _round_up(array.nbytes, ALIGN)
             placed.append(slots)
         return placed
 
     def _grow(self, needed: int) -> bool:
         if needed > MAX_REGION or not hasattr(os, "memfd_create"):
             return False
-        size = min(MAX_REGION, max(needed, 2 * self.size))
-        size = -(-size // _GROWTH_STEP) * _GROWTH_STEP
+        size = _round_up(min(MAX_REGION, max(needed, 2 * self.size)), _GROWTH_STEP)
         fd = os.memfd_create("go19-batch", os.MFD_CLOEXEC)
         try:
             os.posix_fallocate(fd, 0, size)

@@ -29,8 +29,6 @@ from multiprocessing.reduction import recv_handle, send_handle
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from orchestrator.players.openai_wire import Completion
 from orchestrator.serve.hf.batch_memory import NewRegion, RegionView, SharedRegion, Slot
 from orchestrator.serve.hf.jobs import BatchTimes, Job, ModelFault, RequestError, model_failed
@@ -148,14 +146,10 @@ class ModelProcess:
             arrays = [{name: value.numpy() for name, value in job.inputs.items()}
                       for job in jobs if job.inputs is not None]
             placed = self._region.place(arrays) if arrays else None
-            inputs: list[dict[str, Slot]] | list[dict[str, np.ndarray]] = (
-                placed if placed is not None else arrays)
-            sent: list[Job] = []
-            prepared: Iterator[dict] = iter(inputs)
-            for job in jobs:
-                sent.append(Job(job.adapter, [], None, job.sampling, prompt=job.prompt,
-                                inputs=next(prepared)) if job.inputs is not None else
-                            Job(job.adapter, job.messages, job.image, job.sampling))
+            prepared: Iterator[dict] = iter(placed if placed is not None else arrays)
+            sent = [Job(job.adapter, [], None, job.sampling, prompt=job.prompt,
+                        inputs=next(prepared)) if job.inputs is not None else
+                    Job(job.adapter, job.messages, job.image, job.sampling) for job in jobs]
             try:
                 if placed is not None:
                     self._send_region()
