@@ -106,12 +106,20 @@ async def test_the_serving_audit_finds_the_base_model_answering_as_an_adapter(
     assert said == [finding.line()]
     assert said[0].startswith(f"warning: serving audit: {vllm.url}: base {how} when "
                               "batched with a, b ("), said
-    strict = go19("collect", "--matchup", path, "--games", "1", "--recordings",
-                  tmp_path / "rec", "--no-dashboard", "--no-report", "--strict-audit")
+    # Whether vLLM batches the audit's concurrent requests is its timing: on a loaded
+    # machine it once answered them one by one, found nothing, and played (exit 4). The
+    # audit says so ("answer alike") and a user runs it again, as this does, at most 3 times.
+    for attempt in range(3):
+        strict = go19("collect", "--matchup", path, "--games", "1", "--recordings",
+                      tmp_path / f"rec{attempt}", "--no-dashboard", "--no-report",
+                      "--strict-audit")
+        if "answer alike alone and batched together" not in strict.stdout:
+            break
+        assert strict.returncode != 3, strict.stdout + strict.stderr
     assert strict.returncode == 3, strict.stdout + strict.stderr  # the audit's lines are on stdout
     assert re.search(r"base answers (as [ab]|differently) when batched with a, b .*--strict-audit: "
                      r"nothing recorded", strict.stderr), strict.stderr
-    assert not (tmp_path / "rec").exists()
+    assert not (tmp_path / f"rec{attempt}").exists()
 
 
 def _parquet(folder: Path):
