@@ -95,11 +95,12 @@ async def test_the_serving_audit_finds_the_base_model_answering_as_an_adapter(
     findings = await audit_servers(load_matchup(path), said.append)
     (finding,) = findings
     assert (finding.model, finding.companions) == (SERVED_BASE, ("a", "b"))
-    # Alone, the random base model's reply spells no move; batched, a move: most runs an
+    # Alone, the random base model's reply spells no move; batched, it changes: most runs an
     # adapter's own answer (Q16 or D4), some runs another move (H4 once: the batch's LoRA
-    # applied only in part), which the audit words as "answers differently".
+    # applied only in part) or other noise (a shorter 'H[...' once), which the audit words
+    # as "answers differently".
     assert finding.changed >= 1 and finding.alone.startswith("no move ")
-    assert not finding.batched.startswith("no move ")
+    assert finding.batched != finding.alone
     if finding.like is not None:
         assert finding.like in ("a", "b") and finding.batched == repr(ANSWERS[finding.like])
     how = f"answers as {finding.like}" if finding.like else "answers differently"
