@@ -50,6 +50,42 @@ def test_adapters_of_other_models_and_non_adapters_are_refused(tiny, tmp_path) -
     assert empty.startswith(f"--adapter e={tmp_path / 'empty'}: not a peft adapter folder")
 
 
+def test_an_adapter_missing_a_lora_tensor_is_refused(tiny, tmp_path) -> None:
+    """One module's lora_A left out of the file: peft keeps that module's random init,
+    and the adapter would answer as it was never trained to."""
+    from safetensors.torch import load_file, save_file
+
+    cut = tmp_path / "cut"
+    shutil.copytree(tiny.adapter("a"), cut)
+    weights = load_file(cut / "adapter_model.safetensors")
+    gone = "base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight"
+    del weights[gone]
+    save_file(weights, cut / "adapter_model.safetensors")
+    text = refusal(tiny.model, {"a": cut}, "cpu")
+    assert text.startswith(f"--adapter a={cut}: does not fit {tiny.model} ")
+    assert text.endswith(": its file has 27 of the 28 LoRA tensors of the modules it targets")
+
+
+def test_adapters_with_short_names_load_without_peft_key_warnings(tiny) -> None:
+    """peft matches an adapter's name inside key paths, so "a" and "b" made it print every
+    key of theirs as missing at each start of the server, though they loaded whole."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = load(tiny.model, {name: tiny.adapter(name) for name in "ab"}, "cpu")
+    assert [str(w.message) for w in caught if "adapter keys" in str(w.message)] == []
+    from safetensors.torch import load_file
+
+    saved = load_file(tiny.adapter("a") / "adapter_model.safetensors")
+    layer = dict(loaded.model.named_modules())[
+        "base_model.model.model.language_model.layers.0.self_attn.q_proj"]
+    assert torch.equal(layer.lora_A["a"].weight, saved[
+        "base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight"])
+
+
 def test_a_cuda_device_that_is_not_there_is_refused() -> None:
     import torch
 

@@ -199,20 +199,33 @@ def _add_adapter(model: Any, model_dir: Path, name: str, path: Path, config: Any
     trained_on = config.base_model_name_or_path or "an unnamed model"
     unfit = f"--adapter {name}={path}: does not fit {model_dir} (trained on {trained_on})"
     try:
-        if isinstance(model, PeftModel):
-            model.load_adapter(str(path), adapter_name=name, local_files_only=True)
-        else:
-            model = PeftModel.from_pretrained(model, str(path), adapter_name=name,
-                                              local_files_only=True)
+        with warnings.catch_warnings():
+            # peft picks an adapter's keys out of the model's by its name as a substring,
+            # so a short name ("a", "b") matches every key path and a whole adapter is
+            # reported missing though it loaded; the counts below are go19's own check.
+            warnings.filterwarnings("ignore", message=r".*Found (missing|unexpected) adapter "
+                                                      "keys")
+            if isinstance(model, PeftModel):
+                model.load_adapter(str(path), adapter_name=name, local_files_only=True)
+            else:
+                model = PeftModel.from_pretrained(model, str(path), adapter_name=name,
+                                                  local_files_only=True)
     except Exception as exc:  # size mismatch, target modules not found, unreadable weights
         raise LoadError(f"{unfit}: {_first_line(exc)}") from None
     in_file = _tensors_in_file(path)
-    # Counted as peft saves it by default: with the embedding layers (lm_head's base weight
-    # too) when the adapter targets one.
-    in_model = len(get_peft_model_state_dict(model, adapter_name=name))
-    if in_file is not None and in_file > in_model:
-        raise LoadError(f"{unfit}: {in_file - in_model} of its {in_file} tensors match no "
-                        "module of this model")
+    # Counted, not compared by name: peft maps the keys of adapters saved under older
+    # module names onto the model's. Counted as peft saves it by default: with the
+    # embedding layers (lm_head's base weight too) when the adapter targets one.
+    in_model = list(get_peft_model_state_dict(model, adapter_name=name))
+    if in_file is not None and len(in_file) > len(in_model):
+        raise LoadError(f"{unfit}: {len(in_file) - len(in_model)} of its {len(in_file)} "
+                        "tensors match no module of this model")
+    lora_in_file = sum(_is_lora(key) for key in in_file or ())
+    lora_in_model = sum(_is_lora(key) for key in in_model)
+    if in_file is not None and lora_in_file < lora_in_model:
+        # a module left with its random lora_A would answer as no trained adapter does
+        raise LoadError(f"{unfit}: its file has {lora_in_file} of the {lora_in_model} LoRA "
+                        "tensors of the modules it targets")
     empty = [module for module in model.modules() if isinstance(module, LoraLayer)
              and name in module.lora_B and _untrained(module, name)]
     if empty:
@@ -227,14 +240,20 @@ def _untrained(layer: LoraLayer, name: str) -> bool:
     return isinstance(weight, torch.Tensor) and not bool(weight.any())
 
 
-def _tensors_in_file(path: Path) -> int | None:
+def _tensors_in_file(path: Path) -> list[str] | None:
     weights = path / "adapter_model.safetensors"
     if not weights.is_file():
         return None  # a .bin adapter: peft loaded it; its tensors are not counted here
     with open(weights, "rb") as fh:
         header_len = int.from_bytes(fh.read(8), "little")
         header = json.loads(fh.read(header_len))
-    return sum(1 for key in header if key != "__metadata__")
+    return [key for key in header if key != "__metadata__"]
+
+
+def _is_lora(key: str) -> bool:
+    """A LoRA tensor's key (lora_A, lora_B, their embedding forms, DoRA's magnitude), not
+    a base weight saved beside them."""
+    return ".lora_" in key
 
 
 def _lora_layers(model: Any) -> list[tuple[torch.nn.Module, bool]]:
