@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the vlm extra is not installed")
 
-from orchestrator.serve.hf.loading import LoadError, load  # noqa: E402
+from orchestrator.serve.hf.loading import LoadError, describe, load  # noqa: E402
 from orchestrator.serve.hf.tiny import LANGUAGE_PROJECTIONS  # noqa: E402
 
 
@@ -28,6 +28,13 @@ def test_adapters_are_classed_by_where_their_lora_modules_are(loaded) -> None:
     assert not v.mixable
     assert v.why_not_mixable == "2 of its LoRA modules are outside the language model"
     assert loaded.names == ["base", "a", "b", "v"]
+
+
+def test_the_model_is_described_by_its_own_parameters_not_its_adapters(tiny, loaded) -> None:
+    from transformers import AutoModelForImageTextToText
+
+    plain = AutoModelForImageTextToText.from_pretrained(tiny.model, local_files_only=True)
+    assert describe(loaded).parameters == sum(p.numel() for p in plain.parameters())
 
 
 def test_a_config_transformers_cannot_load_is_one_line(tiny, tmp_path) -> None:

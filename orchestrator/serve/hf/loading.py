@@ -79,9 +79,10 @@ class Description:
 
 def describe(loaded: Loaded) -> Description:
     inner = loaded.model.get_base_model() if loaded.adapters else loaded.model
+    # the model's own size: the adapters' LoRA weights now live inside its modules
+    own = sum(p.numel() for name, p in inner.named_parameters() if not _is_lora(name))
     return Description(str(loaded.device), str(loaded.dtype).removeprefix("torch."),
-                       type(inner).__name__, sum(p.numel() for p in inner.parameters()),
-                       dict(loaded.adapters))
+                       type(inner).__name__, own, dict(loaded.adapters))
 
 
 def resolve_device(spec: str) -> torch.device:
