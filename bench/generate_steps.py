@@ -8,7 +8,7 @@ of a batch's `generate` is its first forward (the prefill: the vision tower on e
 picture and the whole prompt through the language model) and how much the steps after it,
 which are all a newcomer could skip waiting for. Measured in this process, one torch thread
 (the server's ``--threads 1``), on the serving path's own inputs and adapters: positions
-of the real games of ../shared as 512 px PNGs, prepared by :class:`Preparer`, the rows half
+of the real games of ../shared as 512 px PNGs, prepared as the server prepares them, the rows half
 adapter a and half b in one mixed call (:func:`_row_adapters`), greedy to the answer's end
 as the bench's requests are (``max_tokens`` 8; every row stops at its end-of-answer token).
 
@@ -38,9 +38,10 @@ from orchestrator.players.openai_wire import AskSettings, prompt_text  # noqa: E
 from orchestrator.prompt import default_template  # noqa: E402
 from orchestrator.render import render_png  # noqa: E402
 from orchestrator.rules.game import Game  # noqa: E402
-from orchestrator.serve.hf.generation import _collate, _row_adapters  # noqa: E402
+from orchestrator.serve.hf.generation import RequestPreparer, _collate, _row_adapters  # noqa: E402
+from orchestrator.serve.hf.jobs import Job, Sampling  # noqa: E402
 from orchestrator.serve.hf.loading import Loaded, load  # noqa: E402
-from orchestrator.serve.hf.preparing import Inputs, Preparer  # noqa: E402
+from orchestrator.serve.hf.preparing import Inputs  # noqa: E402
 from tests.vlm.tiny import ANSWERS, GAME, tiny_model  # noqa: E402
 
 ROWS = (1, 8, 16, 64)
@@ -68,15 +69,16 @@ def positions(count: int) -> list[tuple[str, bytes]]:
 
 
 def prepared(loaded: Loaded, items: list[tuple[str, bytes]]) -> list[Inputs]:
-    preparer = Preparer(loaded.processor)
-    chats = [loaded.processor.apply_chat_template(
-        [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}],
-        add_generation_prompt=True, tokenize=False) for text, _ in items]
-    made = preparer.make(list(zip(chats, (png for _, png in items), strict=True)))
-    inputs = [row for row in made if isinstance(row, dict)]
-    if len(inputs) != len(made):
-        raise SystemExit(f"the processor refused a position: {made}")
-    return inputs
+    """The inputs the server makes of these requests (its own chat template step and
+    :class:`Preparer`), as the OpenAI port's chat puts the picture before the text."""
+    preparer = RequestPreparer(loaded.processor, loaded.names)
+    jobs = [Job("a", [{"role": "user", "content": [{"type": "image"},
+                                                   {"type": "text", "text": text}]}],
+                png, Sampling(MAX_TOKENS)) for text, png in items]
+    errors = [error for error in preparer.prepare_many(jobs) if error is not None]
+    if errors:
+        raise SystemExit(f"the server would refuse a position: {errors[0]}")
+    return [job.inputs for job in jobs if job.inputs is not None]
 
 
 def median_ms(*calls: Callable[[], object]) -> list[float]:

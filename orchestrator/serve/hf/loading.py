@@ -217,16 +217,17 @@ def _add_adapter(model: Any, model_dir: Path, name: str, path: Path, config: Any
     # Counted, not compared by name: peft maps the keys of adapters saved under older
     # module names onto the model's. Counted as peft saves it by default: with the
     # embedding layers (lm_head's base weight too) when the adapter targets one.
-    in_model = list(get_peft_model_state_dict(model, adapter_name=name))
-    if in_file is not None and len(in_file) > len(in_model):
-        raise LoadError(f"{unfit}: {len(in_file) - len(in_model)} of its {len(in_file)} "
-                        "tensors match no module of this model")
-    lora_in_file = sum(_is_lora(key) for key in in_file or ())
-    lora_in_model = sum(_is_lora(key) for key in in_model)
-    if in_file is not None and lora_in_file < lora_in_model:
-        # a module left with its random lora_A would answer as no trained adapter does
-        raise LoadError(f"{unfit}: its file has {lora_in_file} of the {lora_in_model} LoRA "
-                        "tensors of the modules it targets")
+    if in_file is not None:
+        in_model = list(get_peft_model_state_dict(model, adapter_name=name))
+        if len(in_file) > len(in_model):
+            raise LoadError(f"{unfit}: {len(in_file) - len(in_model)} of its {len(in_file)} "
+                            "tensors match no module of this model")
+        lora_in_file = sum(map(_is_lora, in_file))
+        lora_in_model = sum(map(_is_lora, in_model))
+        if lora_in_file < lora_in_model:
+            # a module left with its random lora_A would answer as no trained adapter does
+            raise LoadError(f"{unfit}: its file has {lora_in_file} of the {lora_in_model} "
+                            "LoRA tensors of the modules it targets")
     empty = [module for module in model.modules() if isinstance(module, LoraLayer)
              and name in module.lora_B and _untrained(module, name)]
     if empty:
