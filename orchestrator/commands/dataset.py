@@ -200,9 +200,19 @@ def _summary(manifest: dict, out: Path) -> str:
         f"  skipped: {skipped}; void files {c['void_files']}",
         f"  positions {c['positions']}: excluded {excluded}; duplicates {c['duplicates']}; "
         f"not picked {c['not_picked']}",
-        "  provenance: " + ", ".join(f"{k} {n}" for k, n in c["provenance"].items()),
+        _provenance_line(manifest),
         *_labels_line(manifest.get("labels")),
     ])
+
+
+def _provenance_line(manifest: dict) -> str:
+    # Without a manifest every game's source is unknown by construction: counting them
+    # read as a fault of the user's own recordings.
+    if manifest.get("provenance_manifest") is None:
+        return "  provenance: no manifest given (--source-manifest FILE records each game's " \
+               "source and licence)"
+    counts = manifest["counts"]["provenance"]
+    return "  provenance: " + ", ".join(f"{k} {n}" for k, n in counts.items())
 
 
 def _nothing(counts: Counts, out: Path) -> str:
@@ -253,6 +263,9 @@ def _say_refused(game: GameRead) -> None:
 def run_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
+        if args.require_provenance and args.source_manifest is None:
+            raise DatasetError("--require-provenance needs --source-manifest FILE: without "
+                               "one no game's source and licence are known")
         join = _join(args)
         options = BuildOptions(
             winner_only=args.winner_only, tactical_bias=args.tactical_bias,

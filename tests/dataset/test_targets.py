@@ -22,6 +22,7 @@ from orchestrator.sgf import (
     VOID_PROP,
     WHITE_PLAYER_PROP,
 )
+from tests.conftest import go19_here
 from tests.dataset.games import moves, p, write_game
 
 # A game with one capture, one atari and one escape (moves 3, 9, 10):
@@ -254,3 +255,23 @@ def test_recording_metadata_reaches_the_game_table(tmp_path) -> None:
     assert (row.run, row.game) == ("demo-20261129-171000", "1")
     assert row.players == {"black": {"kind": "go19", "adapter": "r5"},
                               "white": {"kind": "gtp"}}
+
+
+def test_the_summary_says_when_no_provenance_manifest_was_given(tmp_path) -> None:
+    sgf = tmp_path / "sgf"
+    write_game(sgf / "own.sgf", moves("Q16", "D4"))
+    plain = go19_here("dataset", "build", sgf, "--out", tmp_path / "plain")
+    assert plain.returncode == 0, plain.stderr
+    assert "  provenance: no manifest given (--source-manifest FILE records each game's " \
+        "source and licence)" in plain.stdout.splitlines()
+    table = tmp_path / "prov.json"
+    table.write_text(json.dumps({"sgf/own.sgf": {"source": "example/repo"}}))
+    listed = go19_here("dataset", "build", sgf, "--out", tmp_path / "listed",
+                       "--source-manifest", table)
+    assert "  provenance: known source 1, unknown licence 1" in listed.stdout.splitlines()
+    strict = go19_here("dataset", "build", sgf, "--out", tmp_path / "strict",
+                       "--require-provenance")
+    assert (strict.returncode, strict.stderr) == (
+        2, "dataset build: --require-provenance needs --source-manifest FILE: without one "
+           "no game's source and licence are known\n")
+    assert not (tmp_path / "strict").exists()
