@@ -35,11 +35,14 @@ prepare thread, the batch's own work around ``generate``) is the serving overhea
 ``preparing`` is the request's own share of its prepare call (which makes up to
 PREPARE_CHUNK requests), and ``waiting for it`` the wait for a prepare thread and for the
 call's other requests: requests answered with one batch come back together, so they are
-prepared one call after another.
+prepared one call after another. The same share for vLLM comes from its own /metrics
+(VLLM_SUMS): its requests' time outside their running batch (scheduled to last token), of
+which ``queued`` in its engine.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -264,6 +267,53 @@ def machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) / CLOCK_TICKS
 
 
+# -- vLLM's own account of its requests' time ---------------------------------------
+
+# Seconds summed over the requests vLLM finished, from its Prometheus /metrics (vLLM v1's
+# RequestStateStats): e2e from the API server's arrival (before the chat template and the
+# picture's processing) to the last token; queued from the engine core's queue to being
+# scheduled; inference from being scheduled to the last token (in the running batch,
+# continuous batching: its prefill and every decode step, as go19's ``generate``).
+VLLM_SUMS = {"e2e": "vllm:e2e_request_latency_seconds_sum",
+             "queued": "vllm:request_queue_time_seconds_sum",
+             "inference": "vllm:request_inference_time_seconds_sum",
+             "finished": "vllm:e2e_request_latency_seconds_count"}
+METRICS_WAIT_S = 30
+
+
+def vllm_sums(port: int) -> dict[str, float]:
+    """VLLM_SUMS' values now, each summed over its label sets (engines, model names)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    connection.close()
+    sums = dict.fromkeys(VLLM_SUMS, 0.0)
+    for line in text.splitlines():
+        for key, metric in VLLM_SUMS.items():
+            if line.startswith((metric + "{", metric + " ")):
+                sums[key] += float(line.rsplit(" ", 1)[1])
+    return sums
+
+
+def vllm_counted(port: int, before: dict[str, float], count: int) -> dict[str, float]:
+    """VLLM_SUMS once vLLM has counted ``count`` requests more than ``before`` (it records
+    a request's stats beside sending its answer, not before)."""
+    deadline = time.monotonic() + METRICS_WAIT_S
+    while (after := vllm_sums(port))["finished"] - before["finished"] < count:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"vLLM's /metrics counted {after['finished'] - before['finished']:.0f}"
+                             f" of the {count} requests it answered")
+        time.sleep(0.05)
+    return after
+
+
+def vllm_shares(before: dict[str, float], after: dict[str, float]) -> tuple[float, float]:
+    """(share of the requests' e2e time outside inference, of which queued)."""
+    e2e = after["e2e"] - before["e2e"]
+    return (1 - (after["inference"] - before["inference"]) / e2e,
+            (after["queued"] - before["queued"]) / e2e)
+
+
 # -- the servers ----------------------------------------------------------------------
 
 
@@ -336,7 +386,11 @@ def log_shares(lines: list[dict], wall_s: float) -> tuple[float, ...]:
 
 
 async def measure(server: Server, requests: Requests, concurrency: int) -> Measure:
-    await ask(server.port, requests.warming[:2 * concurrency], concurrency)
+    warming = requests.warming[:2 * concurrency]
+    counted = vllm_sums(server.port) if server.name == "vLLM" else None
+    await ask(server.port, warming, concurrency)
+    if counted is not None:
+        counted = vllm_counted(server.port, counted, len(warming))
     logged = server.request_log.stat().st_size if server.request_log else 0
     count = requests_per_measure(concurrency)
     asked = requests.take(server.name, count)
@@ -357,6 +411,9 @@ async def measure(server: Server, requests: Requests, concurrency: int) -> Measu
         shares = log_shares(lines, outcome.seconds)
         (result.model_idle, result.outside_generate, result.queued, result.preparing,
          result.prepare_wait, result.mean_batch) = shares
+    if counted is not None:
+        result.outside_generate, result.queued = vllm_shares(
+            counted, vllm_counted(server.port, counted, count))
     return result
 
 
@@ -364,10 +421,13 @@ def show(result: Measure) -> None:
     extra = ""
     if result.model_idle is not None:
         extra = (f"  batch {result.mean_batch:4.1f}  model idle {100 * result.model_idle:4.1f} %"
-                 f"  request outside generate {100 * result.outside_generate:4.1f} %"
+                 f"  request outside generate {100 * (result.outside_generate or 0):4.1f} %"
                  f" (queued {100 * (result.queued or 0):4.1f} %, preparing"
                  f" {100 * (result.preparing or 0):4.1f} %, waiting for it"
                  f" {100 * (result.prepare_wait or 0):4.1f} %)")
+    elif result.outside_generate is not None:  # vLLM's, from its /metrics
+        extra = (f"  request outside its running batch {100 * result.outside_generate:4.1f} %"
+                 f" (queued {100 * (result.queued or 0):4.1f} %)")
     answers = "all answers their adapter's" if not result.wrong else \
         f"{len(result.wrong)} WRONG, e.g. {result.wrong[0]}"
     print(f"{result.server:>12} c={result.concurrency:<3} {result.rate:6.1f} req/s  "
@@ -404,6 +464,15 @@ def summary(results: list[Measure]) -> None:
             if rates(name, concurrency):
                 line.append(f"{name} {span(rates(name, concurrency))} req/s")
         reference = rates("vLLM", concurrency)
+        if reference:
+            logged = [r for r in results if r.server == "vLLM" and r.concurrency == concurrency]
+            outside = [100 * r.outside_generate for r in logged
+                       if r.outside_generate is not None]
+            overhead = [100 * (r.outside_generate - r.queued) for r in logged
+                        if r.outside_generate is not None and r.queued is not None]
+            if outside:
+                line.append(f"vLLM request outside its running batch {span(outside, ' %')}, of "
+                            f"which not queued for the engine {span(overhead, ' %')}")
         for name in SERVERS:
             mine = rates(name, concurrency)
             if name == "vLLM" or not mine:
