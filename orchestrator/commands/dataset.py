@@ -263,9 +263,6 @@ def _say_refused(game: GameRead) -> None:
 def run_build(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
-        if args.require_provenance and args.source_manifest is None:
-            raise DatasetError("--require-provenance needs --source-manifest FILE: without "
-                               "one no game's source and licence are known")
         join = _join(args)
         options = BuildOptions(
             winner_only=args.winner_only, tactical_bias=args.tactical_bias,

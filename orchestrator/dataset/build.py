@@ -384,6 +384,9 @@ def build(
     Nothing appears at ``out`` until the build is complete, nor at all when
     ``refuse_empty`` and no sample was kept (:class:`EmptyDataset`).
     """
+    if options.require_provenance and provenance is None:
+        raise DatasetError("--require-provenance needs --source-manifest FILE: without one "
+                           "no game's source and licence are known")
     paths_in = [Path(p) for p in inputs]
     out = Path(out)
     started = time.monotonic()
