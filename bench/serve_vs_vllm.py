@@ -457,6 +457,15 @@ def summary(results: list[Measure]) -> None:
         return f"{low:.2f}{unit}" if round(low, 2) == round(high, 2) else \
             f"{low:.2f}-{high:.2f}{unit}"
 
+    def shares(name: str, concurrency: int) -> tuple[list[Measure], list[float], list[float]]:
+        """The measures of ``name`` at ``concurrency``, their request share outside the
+        model's batch and of it the part not queued, in %."""
+        logged = [r for r in results if r.server == name and r.concurrency == concurrency]
+        outside = [100 * r.outside_generate for r in logged if r.outside_generate is not None]
+        overhead = [100 * (r.outside_generate - r.queued) for r in logged
+                    if r.outside_generate is not None and r.queued is not None]
+        return logged, outside, overhead
+
     print()
     for concurrency in CONCURRENCY:
         line = [f"c={concurrency}:"]
@@ -465,11 +474,7 @@ def summary(results: list[Measure]) -> None:
                 line.append(f"{name} {span(rates(name, concurrency))} req/s")
         reference = rates("vLLM", concurrency)
         if reference:
-            logged = [r for r in results if r.server == "vLLM" and r.concurrency == concurrency]
-            outside = [100 * r.outside_generate for r in logged
-                       if r.outside_generate is not None]
-            overhead = [100 * (r.outside_generate - r.queued) for r in logged
-                        if r.outside_generate is not None and r.queued is not None]
+            _, outside, overhead = shares("vLLM", concurrency)
             if outside:
                 line.append(f"vLLM request outside its running batch {span(outside, ' %')}, of "
                             f"which not queued for the engine {span(overhead, ' %')}")
@@ -482,12 +487,8 @@ def summary(results: list[Measure]) -> None:
                 line.append(f"{name}/vLLM {span(ratios, 'x')} per round, "
                             f"{statistics.fmean(mine) / statistics.fmean(reference):.2f}x of "
                             "the means")
-            logged = [r for r in results if r.server == name and r.concurrency == concurrency]
+            logged, outside, overhead = shares(name, concurrency)
             idle = [100 * r.model_idle for r in logged if r.model_idle is not None]
-            outside = [100 * r.outside_generate for r in logged
-                       if r.outside_generate is not None]
-            overhead = [100 * (r.outside_generate - r.queued) for r in logged
-                        if r.outside_generate is not None and r.queued is not None]
             preparing = [100 * r.preparing for r in logged if r.preparing is not None]
             waiting = [100 * r.prepare_wait for r in logged if r.prepare_wait is not None]
             line.append(f"{name} model idle {span(idle, ' %')}, request outside generate "
